@@ -1,0 +1,96 @@
+"""The agent under test: a LangChain agent that answers questions about `tracker` with two tools.
+
+search_docs runs a vector search over the doc pages (k=3, page ids kept) and get_issue looks an issue up.
+Models come by name (see providers.py); `python assistant.py "question"` prints one trace.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+DEFAULT_MODEL = "gemini-3.8-flash"
+DEFAULT_EMBEDDER = "gemini-embedding-2"
+K = 3
+PROMPT = """You answer questions about `tracker`, an open-source task-tracker CLI.
+Use search_docs for questions about how tracker works and get_issue for a numbered issue.
+Answer only from what the tools return, in at most three sentences.
+If a message needs no lookup, reply without calling a tool."""
+# The tool descriptions are what the model reads to choose a tool, so they are hashed with the prompt.
+TOOL_DESCRIPTIONS = {
+    "search_docs": "Search the tracker documentation and return the three closest pages.",
+    "get_issue": "Look up a tracker GitHub issue by number: its title, state and the version that fixed it.",
+}
+TOOLS = tuple(TOOL_DESCRIPTIONS)
+
+
+def chat_model_name() -> str:
+    return os.environ.get("DOCS_MODEL") or DEFAULT_MODEL
+
+
+def embedder_name() -> str:
+    return os.environ.get("DOCS_EMBEDDER") or DEFAULT_EMBEDDER
+
+
+def build_agent(docs: list[dict], issues: dict, model: str, embedder: str):
+    """Index the pages with `embedder` and wire both tools into `create_agent` around `model`."""
+    from langchain.agents import create_agent
+    from langchain_core.documents import Document
+    from langchain_core.tools import StructuredTool
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    import providers
+
+    store = InMemoryVectorStore(providers.embedder(embedder))
+    store.add_documents([Document(page_content=f"{d['title']}\n{d['text']}", id=d["id"]) for d in docs])
+
+    def search_docs(query: str) -> str:
+        hits = store.similarity_search(query, k=K)
+        return json.dumps([{"id": d.id, "text": d.page_content} for d in hits])
+
+    def get_issue(number: int) -> str:
+        issue = issues.get(str(number))
+        return json.dumps({"number": number, **issue}) if issue else f"issue {number} does not exist"
+
+    tools = [StructuredTool.from_function(f, name=f.__name__, description=TOOL_DESCRIPTIONS[f.__name__])
+             for f in (search_docs, get_issue)]
+    return create_agent(providers.chat_model(model), tools=tools, system_prompt=PROMPT)
+
+
+def run(agent, question: str) -> dict:
+    """Run one question and keep the whole trajectory: calls with arguments, outputs, retrieved ids, usage."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    messages = agent.invoke({"messages": [{"role": "user", "content": question}]})["messages"]
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    calls = [{"name": c["name"], "args": c["args"]} for m in replies for c in m.tool_calls]
+    outputs = [{"tool": m.name, "content": m.text} for m in messages if isinstance(m, ToolMessage)]
+    retrieved = [page["id"] for o in outputs if o["tool"] == "search_docs" for page in json.loads(o["content"])]
+    usage = {"input_tokens": 0, "output_tokens": 0}
+    for m in replies:
+        for field in usage:
+            usage[field] += (m.usage_metadata or {}).get(field, 0)
+    return {"answer": messages[-1].text, "tool_calls": calls, "tool_outputs": outputs, "retrieved": retrieved,
+            "usage": usage}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print('usage: python assistant.py "question"  (models from DOCS_MODEL and DOCS_EMBEDDER)', file=sys.stderr)
+        return 2
+    import providers
+
+    model, embedder = chat_model_name(), embedder_name()
+    try:
+        providers.preflight([model, embedder])
+    except providers.ProviderError as e:
+        print(f"assistant.py: {e}", file=sys.stderr)
+        return 2
+    docs = json.loads((HERE / "docs.json").read_text())
+    issues = json.loads((HERE / "issues.json").read_text())
+    print(json.dumps(run(build_agent(docs, issues, model, embedder), argv[0]), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

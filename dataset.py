@@ -1,0 +1,148 @@
+"""Schemas for the input files: a malformed case, page, issue or calibration case fails loudly on load.
+
+`load_inputs(folder)` returns the raw JSON of cases.json, docs.json and issues.json (hashed as written)
+after checking them against these models and against each other; any problem raises InputError with one
+line that names the file, the case id where there is one, and the field.
+"""
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from assistant import TOOLS
+
+NonEmpty = Field(min_length=1)
+
+
+class InputError(Exception):
+    """An input file that cannot be used as it is."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Case(Strict):
+    id: str = NonEmpty
+    question: str = NonEmpty
+    expected_docs: list[str]
+    expected_tools: list[Literal[TOOLS]]
+    reference: str = NonEmpty
+
+
+class CaseSet(Strict):
+    name: str = NonEmpty
+    version: int = Field(gt=0)
+    cases: list[Case] = NonEmpty
+
+
+class Doc(Strict):
+    id: str = NonEmpty
+    title: str = NonEmpty
+    text: str = NonEmpty
+
+
+class Issue(Strict):
+    title: str = NonEmpty
+    state: Literal["open", "closed"]
+    fixed_in: Optional[str]
+
+
+class Docs(Strict):
+    """docs.json is a bare list; it is checked wrapped, so errors read 'docs[3] (config).text'."""
+    docs: list[Doc] = NonEmpty
+
+
+class Issues(Strict):
+    issues: dict[Annotated[str, StringConstraints(pattern=r"^[0-9]+$")], Issue]
+
+
+class CalibrationCase(Strict):
+    id: str = NonEmpty
+    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall"]
+    defect: str = NonEmpty
+    question: str = NonEmpty
+    answer: str = NonEmpty
+    reference: str = NonEmpty
+    context: list[str] = NonEmpty
+
+
+class CalibrationSet(Strict):
+    name: str = NonEmpty
+    version: int = Field(gt=0)
+    cases: list[CalibrationCase] = NonEmpty
+
+
+def read(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(f"{path.name}: file not found") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path.name}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def where(data: Any, loc: tuple) -> str:
+    """'cases[4] (pipe-colors).expected_docs' from pydantic's location, naming the case by its id."""
+    text, node = "", data
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            if isinstance(node, dict) and isinstance(node.get("id"), str):
+                text += f" ({node['id']})"
+        else:
+            text += f".{part}" if text else str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return text or "top level"
+
+
+def check(path: Path, model, data: Any) -> None:
+    try:
+        model.model_validate(data)
+    except ValidationError as e:
+        error = e.errors()[0]
+        # Literal and dict-key locations carry pydantic's own tags; keep only real field names and indexes.
+        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith(("literal[", "[key]"))))
+        raise InputError(f"{path.name}: {where(data, loc)}: {error['msg']}") from None
+
+
+def unique_ids(path: Path, items: list[dict], field: str) -> None:
+    seen = set()
+    for i, item in enumerate(items):
+        if item["id"] in seen:
+            raise InputError(f"{path.name}: {field}[{i}] ({item['id']}).id: duplicate id")
+        seen.add(item["id"])
+
+
+def load_cases(path: Path, page_ids: set[str]) -> dict:
+    cases = read(path)
+    check(path, CaseSet, cases)
+    unique_ids(path, cases["cases"], "cases")
+    for i, case in enumerate(cases["cases"]):
+        unknown = [p for p in case["expected_docs"] if p not in page_ids]
+        if unknown:
+            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_docs: unknown page "
+                             f"{unknown[0]!r} (docs.json has {', '.join(sorted(page_ids))})")
+    return cases
+
+
+def load_inputs(folder: Path) -> tuple[dict, list[dict], dict]:
+    """cases.json, docs.json and issues.json from `folder`, validated."""
+    folder = Path(folder)
+    docs = read(folder / "docs.json")
+    check(folder / "docs.json", Docs, {"docs": docs})
+    unique_ids(folder / "docs.json", docs, "docs")
+    issues = read(folder / "issues.json")
+    check(folder / "issues.json", Issues, {"issues": issues})
+    cases = load_cases(folder / "cases.json", {d["id"] for d in docs})
+    return cases, docs, issues
+
+
+def load_calibration(path: Path) -> dict:
+    cases = read(path)
+    check(path, CalibrationSet, cases)
+    unique_ids(path, cases["cases"], "cases")
+    return cases
+
