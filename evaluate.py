@@ -268,6 +268,14 @@ def recorded_key(path: Path) -> dict:
     return data["key"]
 
 
+MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
+
+
+def replayed_name(recorded: dict, field: str) -> str:
+    """A replay uses the model the recording names, unless the environment asks for a specific one."""
+    return os.environ.get(MODEL_VARIABLES[field]) or recorded.get(field, "")
+
+
 def replay(inputs: tuple, model: Optional[str]) -> dict[Path, str]:
     """Rebuild every report from its recording; the models come from the recording unless set in the
     environment, and every other key field must match the current inputs."""
@@ -277,8 +285,7 @@ def replay(inputs: tuple, model: Optional[str]) -> dict[Path, str]:
         raise RecordingError("recordings/: no recordings to replay; record one with --live")
     for path in targets:
         recorded = recorded_key(path)
-        names = {field: os.environ.get(var) or recorded.get(field, "")
-                 for field, var in (("model", "DOCS_MODEL"), ("embedder", "DOCS_EMBEDDER"), ("judge", "DOCS_JUDGE"))}
+        names = {field: replayed_name(recorded, field) for field in MODEL_VARIABLES}
         if model:
             names["model"] = model
         key = recording_key(*inputs, **names)

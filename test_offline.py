@@ -1,0 +1,127 @@
+"""The offline backends: the rules agent's policy, the hash embedder, and the lexical judge inside DeepEval."""
+import json
+from pathlib import Path
+
+import pytest
+
+import lexical_judge
+from evaluate import measure
+from lexical_judge import LexicalJudge
+from offline_agent import HashEmbeddings, plan_tool_calls
+
+HERE = Path(__file__).parent
+PAGES = {d["id"]: f"{d['title']}\n{d['text']}" for d in json.loads((HERE / "docs.json").read_text())}
+
+
+# ---- rules chat model -----------------------------------------------------------------------------------
+
+def names(question):
+    return [c["name"] for c in plan_tool_calls(question)]
+
+
+def test_small_talk_calls_no_tool():
+    assert names("Thanks, tracker has been great for my team!") == []
+
+
+def test_a_numbered_issue_calls_get_issue_with_its_number():
+    assert plan_tool_calls("Is issue 212 fixed? Which version has the fix?") == \
+        [{"name": "get_issue", "args": {"number": 212}}]
+
+
+def test_a_how_question_searches_the_docs_with_the_whole_message():
+    question = "My grep fails on color codes. How do I stop that?"
+    assert plan_tool_calls(question) == [{"name": "search_docs", "args": {"query": question}}]
+
+
+def test_a_question_needing_both_calls_both_and_searches_only_the_docs_part():
+    calls = plan_tool_calls("Issue 218 says --debug leaks my token. Which version fixes it, and where does "
+                            "debug output go?")
+    assert calls == [{"name": "get_issue", "args": {"number": 218}},
+                     {"name": "search_docs", "args": {"query": "where does debug output go?"}}]
+
+
+def test_rules_agent_runs_inside_create_agent():
+    from assistant import build_agent, run
+
+    issues = json.loads((HERE / "issues.json").read_text())
+    agent = build_agent(json.loads((HERE / "docs.json").read_text()), issues, "rules", "hash")
+    trace = run(agent, "What is the status of issue 231?")
+    assert trace["tool_calls"] == [{"name": "get_issue", "args": {"number": 231}}]
+    assert trace["answer"] == "Issue 231, import drops rows, is still open."
+    assert trace["usage"]["input_tokens"] > 0 and trace["retrieved"] == []
+
+
+# ---- hash embedder --------------------------------------------------------------------------------------
+
+def test_hash_embedder_is_deterministic_and_normalised():
+    a, b = HashEmbeddings().embed_query("back up tasks.db"), HashEmbeddings().embed_query("back up tasks.db")
+    assert a == b and abs(sum(x * x for x in a) - 1) < 1e-9
+
+
+def test_hash_embedder_ranks_the_page_sharing_words_first():
+    emb = HashEmbeddings()
+    query = emb.embed_query("restore an archived task")
+    score = {pid: sum(q * p for q, p in zip(query, emb.embed_query(text))) for pid, text in PAGES.items()}
+    assert max(score, key=score.get) == "archive"
+
+
+def test_hash_embedder_gives_empty_text_a_unit_vector():
+    assert sum(x * x for x in HashEmbeddings().embed_query("the and of")) == 1.0
+
+
+# ---- lexical judge inside DeepEval's metrics --------------------------------------------------------------
+# Each test scores once with the judge as it is, then with its verdict rule answering 'no' to everything:
+# if DeepEval's score moves with the judge's answers, the metric is computed from this judge.
+
+CASE = {"question": "My grep fails because tracker list prints color codes into the pipe. How do I stop that?",
+        "answer": "With color = auto, tracker turns color off when output is not a terminal.",
+        "reference": "With color = auto, tracker turns color off when output is not a terminal; set color = never "
+                     "in config.toml to turn it off always.",
+        "context": [PAGES["output"], PAGES["install"]]}
+
+
+def score(metric):
+    return measure(metric, LexicalJudge(), CASE["question"], CASE["answer"], CASE["reference"], CASE["context"])
+
+
+@pytest.mark.parametrize("metric, rule, honest", [
+    ("faithfulness_strict", "faithfulness_verdict", 1.0),
+    ("answer_relevancy", "relevancy_verdict", 1.0),
+    ("contextual_recall", "recall_verdict", 0.5),  # the reference's second clause is on the config page
+    ("contextual_precision", "precision_verdict", 1.0),
+])
+def test_each_metric_scores_from_the_judges_verdicts(monkeypatch, metric, rule, honest):
+    assert score(metric)["score"] == honest
+    monkeypatch.setattr(lexical_judge, rule, lambda *args: {"verdict": "no", "reason": "told to say no"})
+    result = score(metric)
+    assert result["score"] == 0.0 and "told to say no" in result["reason"]
+
+
+def test_contextual_recall_follows_the_judge_clause_by_clause(monkeypatch):
+    monkeypatch.setattr(lexical_judge, "recall_verdict", lambda i, clause, nodes: {"verdict": "yes", "reason": "r"})
+    assert score("contextual_recall")["score"] == 1.0
+
+
+def test_faithfulness_marks_an_unknown_identifier_no_and_says_which():
+    verdict = lexical_judge.faithfulness_verdict("Back it up with pg_dump.", PAGES["storage"])
+    assert verdict["verdict"] == "no" and "pg_dump" in verdict["reason"]
+
+
+def test_default_faithfulness_passes_a_borderline_claim_that_strict_fails():
+    answer = "You can also run tracker list --format csv, which removes the color codes."
+    default = measure("faithfulness", LexicalJudge(), "q", answer, "r", [PAGES["output"]])
+    strict = measure("faithfulness_strict", LexicalJudge(), "q", answer, "r", [PAGES["output"]])
+    assert default["score"] == 1.0 and strict["score"] == 0.0 and "(Ambiguous)" in strict["reason"]
+
+
+def test_an_unknown_request_is_refused_by_name():
+    from pydantic import BaseModel
+
+    class Opinion(BaseModel):
+        opinion: str
+    with pytest.raises(lexical_judge.UnknownRequest, match="no rule for"):
+        LexicalJudge().generate("prompt", schema=Opinion)
+
+
+def test_a_json_record_is_read_as_keys_and_values():
+    assert lexical_judge.node_text('{"state": "closed", "fixed_in": "2.4.1"}') == "state closed fixed in 2.4.1"
