@@ -1,22 +1,32 @@
-"""Check the judge itself: answers and contexts with a known defect must score below the threshold.
+"""Check the judge itself against answers labelled by hand: known defects it must fail, good answers it
+must pass. Each case is scored REPEATS times; the judge's verdict is 'fail' when every score is below the
+threshold, 'pass' when none is, and 'unstable' otherwise.
 
-Each calibration case is scored REPEATS times; a defect counts as caught only if every score falls below
-the threshold. `python calibrate.py` replays recordings/calibration.json; `--live` judges again.
+`python calibrate.py` replays recordings/calibration.json; `--live` judges what is not recorded yet.
+Exit 1 when, for a metric as evaluate.py configures it, agreement with the labels is below AGREEMENT;
+rows for other configurations (default faithfulness) inform and never gate.
 """
 import argparse
-import functools
 import json
 import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import Cassette, RecordingError, write_atomic
+from cassette import Cassette, RecordingError, read_recording, shown, write_atomic
 from dataset import InputError, load_calibration
-from evaluate import THRESHOLD, judge_name, measure, recorded_key, replayed_name, sha
+from evaluate import (DEFAULT_CONCURRENCY, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, STAGES, THRESHOLD,
+                      judge_name, judged_metrics, locked_once, measure, replayed_name, sha, stage_of)
 
 HERE = Path(__file__).parent
 REPEATS = 3
+AGREEMENT = 0.9
 RECORDING = HERE / "recordings" / "calibration.json"
+EXPECTED = {"defect": "fail", "good": "pass"}
+
+
+def gating_metrics() -> list[str]:
+    """The metrics exactly as evaluate.py runs them for a stage that gates."""
+    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES]
 
 
 def calibration_key(cases: dict, judge: str) -> dict:
@@ -26,54 +36,145 @@ def calibration_key(cases: dict, judge: str) -> dict:
             "repeats": REPEATS, "offline": providers.is_offline(judge)}
 
 
-def calibrate(cases: dict, tape: Cassette, judge: Callable) -> dict:
-    """Score every case REPEATS times from the tape; `judge` builds the judge only when a call is needed."""
+def verdict(scores: list[Optional[float]]) -> str:
+    if any(s is None for s in scores):
+        return "error"
+    below = [s < THRESHOLD for s in scores]
+    return "fail" if all(below) else "pass" if not any(below) else "unstable"
+
+
+def row(case: dict, runs: list[dict]) -> dict:
+    scores = [r["score"] for r in runs]
+    judged = verdict(scores)
+    return {"id": case["id"], "metric": case["metric"], "label": case["label"], "note": case["note"],
+            "scores": scores, "verdict": judged, "agrees": judged == EXPECTED[case["label"]],
+            "spread": round(max(scores) - min(scores), 3) if judged != "error" else None,
+            "reason": runs[0]["reason"]}
+
+
+def per_metric(rows: list[dict]) -> dict:
+    """Defects caught, good answers passed, agreement with the labels and the widest spread, per metric."""
+    gating, summary = gating_metrics(), {}
+    for metric in dict.fromkeys(r["metric"] for r in rows):
+        mine = [r for r in rows if r["metric"] == metric]
+        defects = [r for r in mine if r["label"] == "defect"]
+        good = [r for r in mine if r["label"] == "good"]
+        spreads = [r["spread"] for r in mine if r["spread"] is not None]
+        summary[metric] = {"defects_caught": f"{sum(r['agrees'] for r in defects)}/{len(defects)}",
+                           "good_passed": f"{sum(r['agrees'] for r in good)}/{len(good)}",
+                           "agreement": round(sum(r["agrees"] for r in mine) / len(mine), 3),
+                           "max_spread": max(spreads) if spreads else None, "gates": metric in gating}
+    return summary
+
+
+def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None) -> dict:
+    """Score every case REPEATS times from the tape; in live mode, judge what is missing first."""
+    if tape.live:
+        record(cases, tape, judge, concurrency, progress)
     rows = []
     for case in cases["cases"]:
-        runs = [tape.get(f"{case['id']}/{i}", lambda: measure(case["metric"], judge(), case["question"],
-                                                             case["answer"], case["reference"], case["context"]))
-                for i in range(REPEATS)]
-        scores = [r["score"] for r in runs]
-        rows.append({"id": case["id"], "metric": case["metric"], "defect": case["defect"], "scores": scores,
-                     "reason": runs[0]["reason"],
-                     "caught": all(s is not None and s < THRESHOLD for s in scores)})
-    return {"key": tape.key, "threshold": THRESHOLD, "repeats": REPEATS, "rows": rows}
+        names = [f"{case['id']}/{i}" for i in range(REPEATS)]
+        if tape.live and not all(tape.has(n) for n in names):
+            rows.append({**row(case, [{"score": None, "reason": None}]), "verdict": "error", "agrees": False})
+            continue
+        rows.append(row(case, [tape.get(n, None) for n in names]))
+    metrics = per_metric(rows)
+    failing = [m for m, s in metrics.items() if s["gates"] and s["agreement"] < AGREEMENT]
+    return {"key": tape.key, "threshold": THRESHOLD, "repeats": REPEATS, "agreement_needed": AGREEMENT,
+            "rows": rows, "metrics": metrics, "gate_failed": failing,
+            "errors": sum(r["verdict"] == "error" for r in rows)}
+
+
+def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress) -> None:
+    from live_calls import CallFailed, Pool, with_retries
+
+    pool = Pool(concurrency)
+
+    def score(case: dict, name: str) -> None:
+        compute = lambda: measure(case["metric"], judge(), case["question"], case["answer"],  # noqa: E731
+                                  case["reference"], case["context"])
+        try:
+            tape.get(name, lambda: with_retries(name, compute, progress.log))
+        except CallFailed as e:
+            progress.log(f"error: {e}")
+        progress.advance(None)
+
+    for case in cases["cases"]:
+        for i in range(REPEATS):
+            pool.submit(lambda c=case, n=f"{case['id']}/{i}": score(c, n))
+    pool.run()
 
 
 def table(result: dict) -> str:
-    lines = []
+    lines = [f"{'case':<26}{'metric':<21}{'label':<8}{'scores':<20}judge"]
     for r in result["rows"]:
         scores = "[" + ", ".join("-" if s is None else f"{round(s, 2)}" for s in r["scores"]) + "]"
-        lines.append(f"{r['id']:<26}{r['metric']:<21}{scores:<18}  {'caught' if r['caught'] else 'MISSED'}")
-    caught = sum(r["caught"] for r in result["rows"])
-    lines.append(f"\n{caught}/{len(result['rows'])} known defects caught by judge {result['key']['judge']} "
-                 f"(threshold {result['threshold']}, {result['repeats']} scores each).")
+        mark = "" if r["agrees"] else "   <- disagrees"
+        lines.append(f"{r['id']:<26}{r['metric']:<21}{r['label']:<8}{scores:<20}{r['verdict']}{mark}")
+    lines.append(f"\n{'metric':<21}{'defects caught':<16}{'good passed':<13}{'agreement':<11}{'spread':<8}")
+    for metric, s in result["metrics"].items():
+        role = ("gates" + (": BELOW " + f"{result['agreement_needed']:.0%}" if metric in result["gate_failed"]
+                           else "")) if s["gates"] else "informs"
+        spread = "-" if s["max_spread"] is None else f"{s['max_spread']:.2f}"
+        lines.append(f"{metric:<21}{s['defects_caught']:<16}{s['good_passed']:<13}{s['agreement']:<11.0%}"
+                     f"{spread:<8}{role}")
+    disagreements = [r for r in result["rows"] if not r["agrees"]]
+    if disagreements:
+        lines.append("")
+    for r in disagreements:
+        lines.append(f"DISAGREE {r['id']} ({r['label']}: {r['note']}) judged {r['verdict']}: {r['reason']}")
+    verdict_line = (f"judge {result['key']['judge']} FAILS calibration: agreement below "
+                    f"{result['agreement_needed']:.0%} on {', '.join(result['gate_failed'])}"
+                    if result["gate_failed"] else
+                    f"judge {result['key']['judge']} agrees with the labels on every gating metric")
+    lines.append(f"\n{verdict_line} (threshold {result['threshold']}, {result['repeats']} scores each).")
     return "\n".join(lines)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--live", action="store_true", help="call the judge and rewrite the recording")
+    parser.add_argument("--live", action="store_true", help="call the judge for what is not recorded yet")
+    parser.add_argument("--rerecord", action="store_true", help="with --live: judge every case again")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="judge calls at once")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
     import providers
+    from live_calls import Progress
 
+    tape = None
     try:
         cases = load_calibration(HERE / "calibration-cases.json")
         if args.live:
             judge = judge_name()
             providers.preflight([judge])
         else:
-            judge = replayed_name(recorded_key(RECORDING), "judge")
-        tape = Cassette(RECORDING, calibration_key(cases, judge), args.live)
-        result = calibrate(cases, tape, functools.cache(lambda: providers.judge_model(judge)))
+            judge = replayed_name(read_recording(RECORDING)["key"], "judge")
+        tape = Cassette(RECORDING, calibration_key(cases, judge), args.live, rerecord=args.rerecord)
+        progress = Progress(len(cases["cases"]) * REPEATS, "calibration", args.quiet or not args.live)
+        for note in tape.notes:
+            progress.log(note)
+        try:
+            result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), args.concurrency,
+                               progress)
+        finally:
+            progress.close()
     except (InputError, RecordingError, providers.ProviderError) as e:
         print(f"calibrate.py: {e}", file=sys.stderr)
-        return 2
-    if args.live:
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        kept = f"; {len(tape.entries)} scores are kept in {shown(tape.journal)}" if tape else ""
+        print(f"calibrate.py: interrupted{kept}; run --live again to finish", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if tape.live and not result["errors"]:
         tape.save()
     write_atomic(HERE / "runs" / "calibration.json", json.dumps(result, indent=2) + "\n")
     print(table(result))
-    return 0
+    if result["errors"]:
+        print(f"calibrate.py: incomplete: {result['errors']} cases errored; run --live again", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 1 if result["gate_failed"] else 0
 
 
 if __name__ == "__main__":

@@ -1,11 +1,17 @@
 """A recording of paid calls, keyed by everything they depend on; a replay refuses any other key.
 
 `Cassette(path, key, live)`: in replay, `get(entry, compute)` returns what was recorded and never calls
-`compute`; in live mode it calls `compute` and records the result. `save()` writes atomically.
+`compute`; in live mode it returns what is already recorded under the same key and computes only what is
+missing. Each computed entry reaches disk at once, as its own atomically written file in a journal folder
+beside the recording, so an interrupted run keeps everything it paid for; `save()` folds the journal into
+the recording (atomically) and removes it.
 """
+import hashlib
 import json
 import os
+import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,13 +20,22 @@ class RecordingError(Exception):
     """A recording that cannot be replayed: missing, unreadable, stale, or without the requested entry."""
 
 
+_ABSENT = object()
+
+
 def key_changes(recorded: dict, current: dict) -> list[str]:
     """Fields whose value differs, including fields only one side has, in a stable order."""
     fields = list(current) + [f for f in recorded if f not in current]
     return [f for f in fields if recorded.get(f, _ABSENT) != current.get(f, _ABSENT)]
 
 
-_ABSENT = object()
+def shown(path: Path) -> str:
+    """A path as the user typed it: relative to the working folder when it is inside it."""
+    path = Path(path).absolute()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def read_json(path: Path) -> Any:
@@ -46,45 +61,93 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def shown(path: Path) -> str:
-    """A path as the user typed it: relative to the working folder when it is inside it."""
-    path = Path(path).absolute()
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+def read_recording(path: Path) -> dict:
+    if not Path(path).exists():
+        raise RecordingError(f"{shown(path)}: no recording; record one with --live")
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("key"), dict) or not isinstance(data.get("entries"), dict):
+        raise RecordingError(f"{shown(path)}: not a recording (expected 'key' and 'entries')")
+    return data
 
 
 class Cassette:
-    def __init__(self, path: Path, key: dict, live: bool):
+    def __init__(self, path: Path, key: dict, live: bool, rerecord: bool = False):
         self.path, self.key, self.live = Path(path), dict(key), live
+        self.journal = self.path.with_name(f".{self.path.stem}.partial")
         self.entries: dict[str, Any] = {}
-        if live:
-            return
-        if not self.path.exists():
-            raise RecordingError(f"{shown(self.path)}: no recording; record one with --live")
-        data = read_json(self.path)
-        if not isinstance(data, dict) or not isinstance(data.get("key"), dict) or "entries" not in data:
-            raise RecordingError(f"{shown(self.path)}: not a recording (expected 'key' and 'entries')")
-        changed = key_changes(data["key"], self.key)
-        if changed:
-            raise RecordingError(f"{shown(self.path)}: recording is stale: "
-                                 + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
-        self.entries = data["entries"]
+        self.lock = threading.Lock()
+        self.notes: list[str] = []  # what live mode kept or dropped, for the user
+        if not live:
+            data = read_recording(self.path)
+            changed = key_changes(data["key"], self.key)
+            if changed:
+                raise RecordingError(f"{shown(self.path)}: recording is stale: "
+                                     + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
+            self.entries = data["entries"]
+        elif rerecord:
+            shutil.rmtree(self.journal, ignore_errors=True)
+        else:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Keep the entries already paid for under this same key: the recording's, then the journal's."""
+        if self.path.exists():
+            try:
+                data = read_recording(self.path)
+            except RecordingError as e:
+                self.notes.append(f"ignoring {e}")
+            else:
+                changed = key_changes(data["key"], self.key)
+                if changed:
+                    self.notes.append(f"{shown(self.path)} was recorded with other inputs "
+                                      f"({', '.join(changed)} changed): recording every entry again")
+                else:
+                    self.entries.update(data["entries"])
+        if self.journal.exists():
+            journal_key = self.journal / "key.json"
+            if journal_key.exists() and read_json(journal_key) == self.key:
+                for file in sorted(self.journal.glob("entry-*.json")):
+                    item = read_json(file)
+                    self.entries[item["entry"]] = item["value"]
+            else:
+                self.notes.append(f"dropping {shown(self.journal)}: it was recorded with other inputs")
+                shutil.rmtree(self.journal)
+        if self.entries:
+            self.notes.append(f"resuming: {len(self.entries)} entries already recorded are kept "
+                              "(--rerecord to start over)")
+
+    def has(self, entry: str) -> bool:
+        with self.lock:
+            return entry in self.entries
 
     def get(self, entry: str, compute: Callable[[], Any]) -> Any:
-        """The recorded value of `entry`; in live mode, compute and record it."""
-        if entry in self.entries:
-            return self.entries[entry]
+        """The recorded value of `entry`; in live mode, compute, record and journal it."""
+        with self.lock:
+            if entry in self.entries:
+                return self.entries[entry]
         if not self.live:
             raise RecordingError(f"{shown(self.path)}: no entry {entry!r} in the recording; record again with --live")
         # Stored as it will read back, so a live report and its replay see the same values.
-        self.entries[entry] = json.loads(json.dumps(compute()))
-        return self.entries[entry]
+        value = json.loads(json.dumps(compute()))
+        self._journal(entry, value)
+        with self.lock:
+            self.entries[entry] = value
+        return value
+
+    def _journal(self, entry: str, value: Any) -> None:
+        with self.lock:
+            if not (self.journal / "key.json").exists():
+                write_atomic(self.journal / "key.json", json.dumps(self.key, indent=2) + "\n")
+        name = hashlib.sha256(entry.encode()).hexdigest()[:20]
+        write_atomic(self.journal / f"entry-{name}.json", json.dumps({"entry": entry, "value": value}) + "\n")
 
     def dumps(self) -> str:
         """Entries sorted by name, so the file does not depend on the order calls completed in."""
-        return json.dumps({"key": self.key, "entries": dict(sorted(self.entries.items()))}, indent=2) + "\n"
+        with self.lock:
+            entries = dict(sorted(self.entries.items()))
+        return json.dumps({"key": self.key, "entries": entries}, indent=2) + "\n"
 
     def save(self) -> None:
+        """Write the whole recording atomically, then drop the journal it now contains."""
         write_atomic(self.path, self.dumps())
+        shutil.rmtree(self.journal, ignore_errors=True)

@@ -28,6 +28,8 @@ class Case(Strict):
     question: str = NonEmpty
     expected_docs: list[str]
     expected_tools: list[Literal[TOOLS]]
+    # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}.
+    expected_args: dict[Literal[TOOLS], dict[str, Any]] = Field(default_factory=dict)
     reference: str = NonEmpty
 
 
@@ -60,8 +62,9 @@ class Issues(Strict):
 
 class CalibrationCase(Strict):
     id: str = NonEmpty
-    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall"]
-    defect: str = NonEmpty
+    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy"]
+    label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
+    note: str = NonEmpty
     question: str = NonEmpty
     answer: str = NonEmpty
     reference: str = NonEmpty
@@ -121,6 +124,10 @@ def load_cases(path: Path, page_ids: set[str]) -> dict:
     check(path, CaseSet, cases)
     unique_ids(path, cases["cases"], "cases")
     for i, case in enumerate(cases["cases"]):
+        stray = [t for t in case.get("expected_args", {}) if t not in case["expected_tools"]]
+        if stray:
+            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_args: {stray[0]} is not in "
+                             "expected_tools")
         unknown = [p for p in case["expected_docs"] if p not in page_ids]
         if unknown:
             raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_docs: unknown page "

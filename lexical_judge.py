@@ -21,10 +21,12 @@ import ast
 import json
 import os
 import re
+import threading
 
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
 from deepeval.models import DeepEvalBaseLLM  # noqa: E402
 
+from live_calls import injected_latency  # noqa: E402
 from words import content, coverage, identifiers, sentences, words  # noqa: E402
 
 NAME = "lexical"
@@ -222,10 +224,10 @@ def request_kind(schema) -> tuple[str, str]:
 
 
 class LexicalJudge(DeepEvalBaseLLM):
-    """The offline judge. `calls` counts requests, `tokens_in`/`tokens_out` count words in and out."""
+    """The offline judge. `usage()` counts the words in and out of this thread's requests, as its tokens."""
 
     def __init__(self):
-        self.calls = self.tokens_in = self.tokens_out = 0
+        self._local = threading.local()
         super().__init__(NAME)
 
     def load_model(self):
@@ -234,16 +236,20 @@ class LexicalJudge(DeepEvalBaseLLM):
     def get_model_name(self) -> str:
         return NAME
 
+    def usage(self) -> tuple[int, int]:
+        return getattr(self._local, "tokens_in", 0), getattr(self._local, "tokens_out", 0)
+
     def generate(self, prompt: str, schema=None):
         if schema is None:
             raise UnknownRequest("the lexical judge answers only structured requests (a schema is required)")
         handler = HANDLERS.get(request_kind(schema))
         if handler is None:
             raise UnknownRequest(f"the lexical judge has no rule for {'.'.join(request_kind(schema))}")
+        injected_latency()
         answer = schema.model_validate(handler(prompt))
-        self.calls += 1
-        self.tokens_in += len(words(prompt))
-        self.tokens_out += len(words(answer.model_dump_json()))
+        tokens_in, tokens_out = self.usage()
+        self._local.tokens_in = tokens_in + len(words(prompt))
+        self._local.tokens_out = tokens_out + len(words(answer.model_dump_json()))
         return answer
 
     async def a_generate(self, prompt: str, schema=None):

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from live_calls import injected_latency
 from words import content, sentences, words
 
 ISSUE_NUMBER = re.compile(r"\bissue\s*#?\s*(\d+)", re.IGNORECASE)
@@ -94,6 +95,7 @@ class RulesChatModel(BaseChatModel):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        injected_latency()
         available = {t["function"]["name"] for t in kwargs.get("tools", [])}
         last_human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         question = messages[last_human].text
@@ -133,7 +135,9 @@ class HashEmbeddings(Embeddings):
         return [x / norm for x in vector]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        injected_latency()
         return [self._embed(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
+        injected_latency()
         return self._embed(text)

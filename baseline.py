@@ -1,0 +1,97 @@
+"""The baseline gate: a saved run's results, and the check that a new run did not regress against them.
+
+Retrieval is deterministic, so its tolerance is zero: one case that lost an expected page is a regression.
+Tools and the judged stages come from sampled models, so their pass rates may drop by TOLERANCE first.
+A baseline records what it was measured with, and is refused for a run measured any other way.
+"""
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+TOLERANCE = 0.1
+MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness")
+TOLERANT_STAGES = ("tools", "faithfulness", "contextual_recall", "answer_relevancy")
+
+
+class BaselineError(Exception):
+    """A baseline that cannot be used: missing, malformed, or measured another way."""
+
+
+@dataclass
+class Verdict:
+    regressions: list[str]
+    text: str
+
+
+def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
+    """The parts of a report a later run is held to."""
+    return {"measured_with": {f: report["key"].get(f) for f in MEASURED_WITH} | {"threshold": report["threshold"]},
+            "tolerance": tolerance,
+            "pass_rate": report["summary"]["pass_rate"],
+            "stages": report["summary"]["stages"],
+            "retrieval": {r["id"]: r["retrieval"]["recall"] for r in report["rows"] if r.get("retrieval")},
+            "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]}}
+
+
+def dumps(baseline: dict) -> str:
+    return json.dumps(baseline, indent=2) + "\n"
+
+
+def load(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: no baseline; write one with --save-baseline") from None
+    except json.JSONDecodeError as e:
+        raise BaselineError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    missing = [f for f in ("measured_with", "tolerance", "pass_rate", "stages", "retrieval") if f not in data]
+    if missing:
+        raise BaselineError(f"{path}: not a baseline (missing {', '.join(missing)})")
+    return data
+
+
+def select(reports: list[dict], path: Optional[str]) -> dict:
+    """The one report a baseline applies to: the only one, or the one of the baseline's model."""
+    if len(reports) == 1:
+        return reports[0]
+    if path and Path(path).exists():
+        model = load(Path(path))["measured_with"].get("model")
+        chosen = [r for r in reports if r["key"]["model"] == model]
+        if chosen:
+            return chosen[0]
+        raise BaselineError(f"{path}: no run of model {model!r} to check; replay it with --model")
+    raise BaselineError("several runs were replayed; name the one for the baseline with --model")
+
+
+def rate_of(stage: dict) -> Optional[float]:
+    return stage["passed"] / stage["total"] if stage.get("total") else None
+
+
+def check(report: dict, baseline: dict) -> Verdict:
+    """Regressions of `report` against `baseline`; refuses a baseline measured another way."""
+    current = from_report(report, baseline["tolerance"])
+    differs = [f for f, v in baseline["measured_with"].items() if current["measured_with"].get(f) != v]
+    if differs:
+        raise BaselineError("baseline was measured differently: " + ", ".join(
+            f"{f} ({baseline['measured_with'][f]} -> {current['measured_with'].get(f)})" for f in differs))
+    tolerance, regressions = baseline["tolerance"], []
+    for case, recall in baseline["retrieval"].items():
+        now = current["retrieval"].get(case)
+        if now is not None and now < recall:
+            regressions.append(f"retrieval: {case} recall@k {recall} -> {now} (tolerance 0)")
+    for stage in TOLERANT_STAGES:
+        before, after = rate_of(baseline["stages"].get(stage, {})), rate_of(current["stages"].get(stage, {}))
+        if before is not None and after is not None and after < before - tolerance:
+            regressions.append(f"{stage}: pass rate {before:.0%} -> {after:.0%} (tolerance {tolerance:.0%})")
+    before, after = rate_of(baseline["pass_rate"]), rate_of(current["pass_rate"])
+    if before is not None and after is not None and after < before - tolerance:
+        regressions.append(f"overall: pass rate {before:.0%} -> {after:.0%} (tolerance {tolerance:.0%})")
+    changed = [f"{case}: {baseline['first_failures'].get(case) or 'pass'} -> {stage or 'pass'}"
+               for case, stage in current["first_failures"].items()
+               if case in baseline.get("first_failures", {}) and baseline["first_failures"][case] != stage]
+    lines = [f"baseline check ({report['key']['model']}): "
+             + (f"{len(regressions)} regression(s)" if regressions else "no regression")]
+    lines += [f"  REGRESSED {r}" for r in regressions]
+    lines += [f"  changed {c}" for c in changed]
+    return Verdict(regressions, "\n".join(lines))

@@ -1,0 +1,186 @@
+"""compare.py: the per-case diff of two saved reports, and its refusals. Offline: the bundled report and a
+run recorded with the offline backends in a copy of the project."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import compare
+
+HERE = Path(__file__).parent
+BUNDLED = HERE / "runs" / "rules.json"
+PROJECT_FILES = ["*.py", "*.json", "recordings/*.json", "runs/*"]
+OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
+# Everything the archive page says about restoring. Dropping only "Run tracker restore ID ..." is not enough
+# for the lexical judge: the title "Archiving and restoring tasks" and "cannot be restored" still hold
+# tracker, restore and ID, 3 of the reference's 4 content words, so contextual recall stays 1.0.
+RESTORE_SENTENCES = ("Run tracker restore ID to bring an archived task back to the active list. ",
+                     " tracker purge deletes archived tasks older than 90 days for good, and a purged task "
+                     "cannot be restored.")
+
+
+def bundled() -> dict:
+    return json.loads(BUNDLED.read_text())
+
+
+def saved(folder: Path, name: str, report: dict) -> str:
+    path = folder / name
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def run_compare(capsys, a: str, b: str) -> tuple[int, str, str]:
+    code = compare.main([a, b])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def listed(out: str, heading: str) -> list[str]:
+    """The case ids on the line that starts with `heading`, e.g. 'broken by B'."""
+    line = next(line for line in out.splitlines() if line.startswith(heading + " ("))
+    names = line.split("): ", 1)[1] if "): " in line else ""
+    return [name.split(" (")[0] for name in names.split(", ") if name]
+
+
+def row(report: dict, case_id: str) -> dict:
+    return next(r for r in report["rows"] if r["id"] == case_id)
+
+
+# ---- the same run twice ---------------------------------------------------------------------------------
+
+def test_a_run_compared_with_itself_has_nothing_fixed_or_broken(capsys):
+    code, out, _ = run_compare(capsys, str(BUNDLED), str(BUNDLED))
+    assert code == 0
+    assert "fixed by B (0)" in out and "broken by B (0)" in out
+
+
+# ---- a run recorded after a deliberate change -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def changed_run(tmp_path_factory) -> Path:
+    """A copy of the project whose archive page no longer says how to restore a task, recorded offline."""
+    copy = tmp_path_factory.mktemp("project")
+    for pattern in PROJECT_FILES:
+        for src in HERE.glob(pattern):
+            if not src.name.startswith("test_"):
+                dest = copy / src.relative_to(HERE)
+                dest.parent.mkdir(exist_ok=True)
+                shutil.copy(src, dest)
+    docs = json.loads((copy / "docs.json").read_text())
+    archive = next(page for page in docs if page["id"] == "archive")
+    for sentence in RESTORE_SENTENCES:
+        assert sentence in archive["text"]
+        archive["text"] = archive["text"].replace(sentence, "")
+    archive["title"] = "Archiving tasks"
+    (copy / "docs.json").write_text(json.dumps(docs, indent=2) + "\n")
+    done = subprocess.run([sys.executable, "evaluate.py", "--live"], cwd=copy, capture_output=True, text=True,
+                          env={**os.environ, **OFFLINE}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return copy / "runs" / "rules.json"
+
+
+def test_a_deliberate_change_lists_the_case_it_broke_with_its_stage(capsys, changed_run):
+    stage = row(json.loads(changed_run.read_text()), "restore")["first_failure"]
+    code, out, _ = run_compare(capsys, str(BUNDLED), str(changed_run))
+    assert code == 0
+    assert "restore" in listed(out, "broken by B")
+    assert f"  restore: {stage}: " in out
+
+
+def test_a_deliberate_change_lists_no_unchanged_case(capsys, changed_run):
+    before, after = bundled(), json.loads(changed_run.read_text())
+    unchanged = [r["id"] for r in before["rows"] if r["first_failure"] == row(after, r["id"])["first_failure"]]
+    _, out, _ = run_compare(capsys, str(BUNDLED), str(changed_run))
+    named = listed(out, "fixed by B") + listed(out, "broken by B") + listed(out, "changed stage")
+    assert unchanged and not set(unchanged) & set(named)
+
+
+def test_different_pages_are_compared_not_refused(capsys, changed_run):
+    assert json.loads(changed_run.read_text())["key"]["docs_sha"] != bundled()["key"]["docs_sha"]
+    code, _, err = run_compare(capsys, str(BUNDLED), str(changed_run))
+    assert code == 0 and err == ""
+
+
+# ---- what counts as a change ----------------------------------------------------------------------------
+
+def test_a_case_failing_at_another_stage_is_listed_as_changed_stage(capsys, tmp_path):
+    after = bundled()
+    row(after, "issue-231")["first_failure"] = "contextual_recall"
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert listed(out, "changed stage") == ["issue-231"]
+    assert "issue-231 (faithfulness -> contextual_recall)" in out
+
+
+def test_an_errored_case_is_listed_apart_not_as_broken(capsys, tmp_path):
+    after = bundled()
+    row(after, "restore").update(first_failure="error", error="TimeoutError: judge did not answer")
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert listed(out, "broken by B") == []
+    assert listed(out, "errored in B") == ["restore"]
+    assert "  restore: TimeoutError: judge did not answer" in out
+
+
+def test_an_errored_case_is_left_out_of_the_pass_rate(capsys, tmp_path):
+    after = bundled()
+    row(after, "restore").update(first_failure="error", error="TimeoutError: judge did not answer")
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    scored = len(after["rows"]) - 1
+    passing = sum(r["first_failure"] is None for r in after["rows"])
+    assert f"pass {passing}/{scored} = " in out.splitlines()[1] and "1 errored" in out.splitlines()[1]
+
+
+@pytest.mark.parametrize("field, value", [("model", "gemma4:e2b"), ("prompt_sha", "000000000000")])
+def test_a_different_model_or_prompt_is_compared(capsys, tmp_path, field, value):
+    after = bundled()
+    after["key"][field] = value
+    code, _, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert code == 0
+
+
+# ---- refusals -------------------------------------------------------------------------------------------
+
+def other(value):
+    """A value that differs from the recorded one, whatever the bundled report holds today."""
+    return value + 2 if isinstance(value, int) else f"{value}-other"
+
+
+@pytest.mark.parametrize("field", ["judge", "embedder", "cases", "cases_sha", "k"])
+def test_runs_measured_differently_are_refused_naming_the_field(capsys, tmp_path, field):
+    after = bundled()
+    recorded, value = after["key"][field], other(after["key"][field])
+    after["key"][field] = value
+    code, out, err = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert code == 2 and out == ""
+    assert f"runs differ in {field} (A: {recorded}, B: {value})" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_every_differing_measurement_is_named(capsys, tmp_path):
+    after = bundled()
+    judge, embedder = after["key"]["judge"], after["key"]["embedder"]
+    after["key"].update(judge=other(judge), embedder=other(embedder))
+    _, _, err = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert f"judge (A: {judge}, B: {other(judge)})" in err and f"embedder (A: {embedder}, B: {other(embedder)})" in err
+
+
+def test_malformed_json_exits_2_naming_the_file(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"key": {"judge": "lexical"},\n')
+    code, out, err = run_compare(capsys, str(BUNDLED), str(bad))
+    assert code == 2 and out == ""
+    assert err.startswith(f"compare.py: {bad}: malformed JSON at line 2 column 1") and len(err.splitlines()) == 1
+
+
+def test_a_missing_file_exits_2_naming_it(capsys, tmp_path):
+    code, _, err = run_compare(capsys, str(tmp_path / "none.json"), str(BUNDLED))
+    assert code == 2 and err == f"compare.py: {tmp_path / 'none.json'}: file not found\n"
+
+
+def test_a_json_file_that_is_not_a_report_exits_2_naming_it(capsys):
+    calibration = str(HERE / "runs" / "calibration.json")
+    code, _, err = run_compare(capsys, str(BUNDLED), calibration)
+    assert code == 2 and err.startswith(f"compare.py: {calibration}: not an evaluation report")
