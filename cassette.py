@@ -77,6 +77,7 @@ class Cassette:
         self.entries: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept or dropped, for the user
+        self.rerecord = rerecord
         if not live:
             data = read_recording(self.path)
             changed = key_changes(data["key"], self.key)
@@ -90,8 +91,12 @@ class Cassette:
             self._resume()
 
     def _resume(self) -> None:
-        """Keep the entries already paid for under this same key: the recording's, then the journal's."""
-        if self.path.exists():
+        """Keep the entries already paid for under this same key: the journal's, and the recording's
+        unless the journal belongs to a --rerecord, which must not be topped up with the old entries."""
+        journal = self._read_journal()
+        if journal is not None and journal["meta"]["rerecord"]:
+            self.rerecord = True
+        elif self.path.exists():
             try:
                 data = read_recording(self.path)
             except RecordingError as e:
@@ -103,18 +108,27 @@ class Cassette:
                                       f"({', '.join(changed)} changed): recording every entry again")
                 else:
                     self.entries.update(data["entries"])
-        if self.journal.exists():
-            journal_key = self.journal / "key.json"
-            if journal_key.exists() and read_json(journal_key) == self.key:
-                for file in sorted(self.journal.glob("entry-*.json")):
-                    item = read_json(file)
-                    self.entries[item["entry"]] = item["value"]
-            else:
-                self.notes.append(f"dropping {shown(self.journal)}: it was recorded with other inputs")
-                shutil.rmtree(self.journal)
+        if journal is not None:
+            self.entries.update(journal["entries"])
         if self.entries:
             self.notes.append(f"resuming: {len(self.entries)} entries already recorded are kept "
                               "(--rerecord to start over)")
+
+    def _read_journal(self):
+        """The journal's entries and meta when it was written under this key; a stale one is removed."""
+        if not self.journal.exists():
+            return None
+        meta_file = self.journal / "key.json"
+        meta = read_json(meta_file) if meta_file.exists() else None
+        if not meta or meta.get("key") != self.key:
+            self.notes.append(f"dropping {shown(self.journal)}: it was recorded with other inputs")
+            shutil.rmtree(self.journal)
+            return None
+        entries = {}
+        for file in sorted(self.journal.glob("entry-*.json")):
+            item = read_json(file)
+            entries[item["entry"]] = item["value"]
+        return {"meta": meta, "entries": entries}
 
     def has(self, entry: str) -> bool:
         with self.lock:
@@ -137,7 +151,8 @@ class Cassette:
     def _journal(self, entry: str, value: Any) -> None:
         with self.lock:
             if not (self.journal / "key.json").exists():
-                write_atomic(self.journal / "key.json", json.dumps(self.key, indent=2) + "\n")
+                meta = {"key": self.key, "rerecord": self.rerecord}
+                write_atomic(self.journal / "key.json", json.dumps(meta, indent=2) + "\n")
         name = hashlib.sha256(entry.encode()).hexdigest()[:20]
         write_atomic(self.journal / f"entry-{name}.json", json.dumps({"entry": entry, "value": value}) + "\n")
 

@@ -472,6 +472,10 @@ def replay(inputs: tuple, model: Optional[str]) -> list[dict]:
     return reports
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a live run; says what was kept."""
+
+
 def locked_once(build: Callable):
     """A factory that builds its model once, even when several threads ask at the same time."""
     lock, built = threading.Lock(), []
@@ -501,6 +505,8 @@ def record(inputs: tuple, model: str, concurrency: int, rerecord: bool, quiet: b
         report = evaluate(cases, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
                           agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
                           concurrency=concurrency, progress=progress)
+    except KeyboardInterrupt:
+        raise Interrupted(f"{len(cassette.entries)} entries are kept in {shown(cassette.journal)}") from None
     finally:
         progress.close()
     if not report["summary"]["errors"]:
@@ -525,11 +531,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     import baseline
     import providers
 
-    cassette = None
     try:
         inputs = load_inputs(HERE)
         if args.live:
-            report, cassette = record(inputs, args.model or chat_model_name(), args.concurrency, args.rerecord,
+            report, _ = record(inputs, args.model or chat_model_name(), args.concurrency, args.rerecord,
                                       args.quiet)
             reports = [report]
         else:
@@ -540,8 +545,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError) as e:
         print(f"evaluate.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        kept = f"; {len(cassette.entries)} entries are kept in {shown(cassette.journal)}" if cassette else ""
+    except (KeyboardInterrupt, Interrupted) as e:
+        kept = f": {e}" if str(e) else ""
         print(f"evaluate.py: interrupted{kept}; run --live again to finish", file=sys.stderr)
         return EXIT_INTERRUPTED
     for report in reports:

@@ -13,7 +13,8 @@ import pytest
 
 import evaluate as evaluate_module
 from cassette import Cassette, RecordingError
-from evaluate import evaluate, first_failure, recording_key, retrieval_scores, tool_scores
+from evaluate import (evaluate, failure_reason, first_failure, recording_key, retrieval_scores, tool_scores,
+                      tool_verdict)
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / "rules.json"
@@ -86,6 +87,29 @@ def test_tool_call_when_none_expected_fails(judge):
 
 def test_no_call_when_none_expected_passes(judge):
     assert tool_scores("q", [], [], judge)["pass"]
+
+
+def issue_call(number):
+    return [{"name": "get_issue", "args": {"number": number}}]
+
+
+def test_right_tool_with_a_wrong_argument_fails_and_names_it():
+    verdict = tool_verdict(issue_call(213), ["get_issue"], {"score": 1.0, "reason": ""}, {"get_issue": {"number": 212}})
+    assert not verdict["pass"] and verdict["wrong_args"] == ["get_issue.number: expected 212, got 213"]
+    row = {"first_failure": "tools", "tools": verdict}
+    assert failure_reason(row) == "wrong argument get_issue.number: expected 212, got 213"
+
+
+def test_right_tool_with_the_right_argument_passes():
+    assert tool_verdict(issue_call(212), ["get_issue"], {"score": 1.0, "reason": ""}, {"get_issue": {"number": 212}})["pass"]
+
+
+def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
+    twice = [{"name": "search_docs", "args": {"query": "color"}}, {"name": "search_docs", "args": {"query": "pipe"}}]
+    assert tool_scores("q", twice, ["search_docs"], judge) | {"reason": ""} == \
+        {"score": 1.0, "reason": "", "unexpected": [], "missing": [], "wrong_args": [], "pass": True}
+    looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
+    assert tool_verdict(looked_twice, ["get_issue"], {"score": 1.0, "reason": ""}, {"get_issue": {"number": 212}})["pass"]
 
 
 # ---- first failure --------------------------------------------------------------------------------------

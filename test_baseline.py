@@ -1,0 +1,93 @@
+"""The baseline gate: zero tolerance for retrieval, a stated tolerance for the judged stages, and a refusal
+when the baseline was measured another way."""
+import copy
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import baseline
+from baseline import BaselineError, check, from_report
+
+HERE = Path(__file__).parent
+REPORT = json.loads((HERE / "runs" / "rules.json").read_text())
+
+
+def with_row(report, case_id, **changes):
+    changed = copy.deepcopy(report)
+    row = next(r for r in changed["rows"] if r["id"] == case_id)
+    for path, value in changes.items():
+        target = row
+        *parents, leaf = path.split("__")
+        for p in parents:
+            target = target[p]
+        target[leaf] = value
+    return changed
+
+
+def resummarize(report):
+    import evaluate
+    for r in report["rows"]:
+        r["first_failure"] = evaluate.first_failure(r)
+    report["summary"] = evaluate.summarize(report["rows"])
+    return report
+
+
+def test_a_run_checked_against_its_own_baseline_passes():
+    assert check(REPORT, from_report(REPORT)).regressions == []
+
+
+def test_one_case_losing_a_page_is_a_regression():
+    worse = resummarize(with_row(REPORT, "backup", retrieval__recall=0.0, retrieval__missed=["storage"]))
+    regressions = check(worse, from_report(REPORT)).regressions
+    assert any(r.startswith("retrieval: backup recall@k 1.0 -> 0.0") for r in regressions)
+
+
+def test_a_judged_drop_within_the_tolerance_is_not_a_regression():
+    worse = resummarize(with_row(REPORT, "backup", judged__answer_relevancy={"score": 0.1, "reason": "r"}))
+    assert check(worse, from_report(REPORT, tolerance=0.15)).regressions == []
+
+
+def test_a_judged_drop_beyond_the_tolerance_is_a_regression():
+    worse = resummarize(with_row(REPORT, "backup", judged__answer_relevancy={"score": 0.1, "reason": "r"}))
+    assert any(r.startswith("answer_relevancy: pass rate 100% -> 90%")
+               for r in check(worse, from_report(REPORT, tolerance=0.05)).regressions)
+
+
+@pytest.mark.parametrize("field", ["judge", "embedder", "cases_sha", "model"])
+def test_a_baseline_measured_another_way_is_refused(field):
+    saved = from_report(REPORT)
+    saved["measured_with"][field] = "something-else"
+    with pytest.raises(BaselineError, match=f"measured differently: {field} \\(something-else ->"):
+        check(REPORT, saved)
+
+
+def test_the_bundled_baseline_is_the_bundled_run():
+    assert check(REPORT, baseline.load(HERE / "baselines" / "rules.json")).regressions == []
+
+
+def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(tmp_path):
+    for pattern in ("*.py", "*.json", "recordings/*.json", "baselines/*.json"):
+        for src in HERE.glob(pattern):
+            if not src.name.startswith("test_"):
+                (tmp_path / src.relative_to(HERE)).parent.mkdir(exist_ok=True)
+                shutil.copy(src, tmp_path / src.relative_to(HERE))
+    docs = json.loads((tmp_path / "docs.json").read_text())
+    for page in docs:  # a deliberate retrieval regression: the storage page loses its words
+        if page["id"] == "storage":
+            page["title"], page["text"] = "Misc", "See elsewhere."
+    (tmp_path / "docs.json").write_text(json.dumps(docs))
+    env = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical", "PATH": ""}
+    run = lambda *a: subprocess.run([sys.executable, "evaluate.py", *a], cwd=tmp_path, env=env,  # noqa: E731
+                                    capture_output=True, text=True)
+    done = run("--live", "--quiet", "--check-baseline", "baselines/rules.json")
+    assert done.returncode == 1, done.stderr
+    assert "REGRESSED retrieval: backup recall@k 1.0 -> 0.0" in done.stdout
+    other = json.loads((tmp_path / "baselines" / "rules.json").read_text())
+    other["measured_with"]["judge"] = "gemini-3.8-flash"
+    (tmp_path / "baselines" / "other.json").write_text(json.dumps(other))
+    done = run("--check-baseline", "baselines/other.json")
+    assert done.returncode == 2 and "judge (gemini-3.8-flash -> lexical)" in done.stderr

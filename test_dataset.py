@@ -1,0 +1,116 @@
+"""Inputs that fail loudly: each refusal names the file, the case id and the field, in one line."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dataset import InputError, load_calibration, load_inputs
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def folder(tmp_path):
+    for name in ("cases.json", "docs.json", "issues.json", "calibration-cases.json"):
+        shutil.copy(HERE / name, tmp_path / name)
+    return tmp_path
+
+
+def edit(folder: Path, name: str, change) -> None:
+    data = json.loads((folder / name).read_text())
+    change(data)
+    (folder / name).write_text(json.dumps(data))
+
+
+def refusal(folder: Path) -> str:
+    with pytest.raises(InputError) as caught:
+        load_inputs(folder)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_bundled_inputs_load(folder):
+    cases, docs, issues = load_inputs(folder)
+    assert len(cases["cases"]) == 10 and len(docs) == 10 and "212" in issues
+
+
+def test_duplicate_case_ids_are_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][1].update(id="backup"))
+    assert refusal(folder) == "cases.json: cases[1] (backup).id: duplicate id"
+
+
+def test_an_expected_page_missing_from_docs_is_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][3].update(expected_docs=["configuration"]))
+    assert refusal(folder).startswith("cases.json: cases[3] (config-keys).expected_docs: unknown page "
+                                      "'configuration' (docs.json has archive, config,")
+
+
+def test_an_expected_tool_the_agent_lacks_is_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][0].update(expected_tools=["web_search"]))
+    assert refusal(folder).startswith("cases.json: cases[0] (backup).expected_tools[0]: Input should be "
+                                      "'search_docs' or 'get_issue'")
+
+
+def test_an_empty_question_is_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][4].update(question=""))
+    assert refusal(folder).startswith("cases.json: cases[4] (pipe-colors).question: String should have at least 1")
+
+
+def test_a_wrong_type_is_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][2].update(expected_docs="archive"))
+    assert refusal(folder).startswith("cases.json: cases[2] (restore).expected_docs: Input should be a valid list")
+
+
+@pytest.mark.parametrize("version", [0, -1, "2", 1.5, True])
+def test_a_version_that_is_not_a_positive_integer_is_refused(folder, version):
+    edit(folder, "cases.json", lambda c: c.update(version=version))
+    assert refusal(folder).startswith("cases.json: version: ")
+
+
+def test_an_unknown_field_is_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][0].update(expected_pages=["storage"]))
+    assert refusal(folder).startswith("cases.json: cases[0] (backup).expected_pages: Extra inputs are not permitted")
+
+
+def test_arguments_for_a_tool_the_case_does_not_expect_are_refused(folder):
+    edit(folder, "cases.json", lambda c: c["cases"][0].update(expected_args={"get_issue": {"number": 1}}))
+    assert refusal(folder) == "cases.json: cases[0] (backup).expected_args: get_issue is not in expected_tools"
+
+
+def test_a_page_without_text_is_refused(folder):
+    edit(folder, "docs.json", lambda d: d[3].update(text=""))
+    assert refusal(folder).startswith("docs.json: docs[3] (config).text: String should have at least 1")
+
+
+def test_duplicate_page_ids_are_refused(folder):
+    edit(folder, "docs.json", lambda d: d[1].update(id="storage"))
+    assert refusal(folder) == "docs.json: docs[1] (storage).id: duplicate id"
+
+
+def test_an_issue_with_an_unknown_state_is_refused(folder):
+    edit(folder, "issues.json", lambda i: i["212"].update(state="fixed"))
+    assert refusal(folder).startswith("issues.json: issues.212.state: Input should be 'open' or 'closed'")
+
+
+def test_an_issue_keyed_by_something_other_than_a_number_is_refused(folder):
+    edit(folder, "issues.json", lambda i: i.update({"latest": i["212"]}))
+    assert refusal(folder).startswith("issues.json: issues.latest: String should match pattern")
+
+
+def test_malformed_json_names_the_file_and_the_spot(folder):
+    (folder / "issues.json").write_text('{"212": ')
+    assert refusal(folder).startswith("issues.json: malformed JSON at line 1 column 9")
+
+
+def test_a_calibration_case_without_a_label_is_refused(folder):
+    edit(folder, "calibration-cases.json", lambda c: c["cases"][0].pop("label"))
+    with pytest.raises(InputError, match=r"calibration-cases.json: cases\[0\] \(invented-storage\).label: Field required"):
+        load_calibration(folder / "calibration-cases.json")
+
+
+def test_a_calibration_label_must_be_defect_or_good(folder):
+    edit(folder, "calibration-cases.json", lambda c: c["cases"][0].update(label="bad"))
+    with pytest.raises(InputError, match=r"\.label: Input should be 'defect' or 'good'"):
+        load_calibration(folder / "calibration-cases.json")

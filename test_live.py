@@ -1,0 +1,221 @@
+"""Live runs that survive the real world: resume after an interrupt, retries, errors apart from failures,
+progress, and cost and latency next to quality. All offline: the models are the offline backends."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import evaluate
+import live_calls
+from live_calls import CallFailed, Progress, is_transient, with_retries
+
+HERE = Path(__file__).parent
+OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
+REAL = {name: getattr(evaluate, name) for name in ("run", "measure", "tool_scores")}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """evaluate.py pointed at a copy of the project, with the offline backends selected."""
+    for pattern in ("*.json", "recordings/*.json"):
+        for src in HERE.glob(pattern):
+            dest = tmp_path / src.relative_to(HERE)
+            dest.parent.mkdir(exist_ok=True)
+            shutil.copy(src, dest)
+    monkeypatch.setattr(evaluate, "HERE", tmp_path)
+    monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    return tmp_path
+
+
+class Calls:
+    """Counts the model calls evaluate.py makes (agent runs, tool scores, judge metrics) and can stop or
+    break them: `stop_after` raises Ctrl-C once that many have completed; `broken` fails matching ones."""
+
+    def __init__(self, monkeypatch, stop_after=None, broken=lambda name: False):
+        self.done, self.stop_after, self.broken = [], stop_after, broken
+        for name, real in REAL.items():
+            monkeypatch.setattr(evaluate, name, self.wrap(name, real))
+
+    def wrap(self, name, real):
+        def call(*args):
+            label = f"{name}:{args[1] if name == 'run' else args[0]}:{args[2] if name == 'measure' else ''}"
+            if self.stop_after is not None and len(self.done) >= self.stop_after:
+                raise KeyboardInterrupt
+            if self.broken(label):
+                raise ConnectionResetError("connection reset by peer")
+            value = real(*args)
+            self.done.append(label)
+            return value
+        return call
+
+
+def recording(project: Path) -> dict:
+    data = json.loads((project / "recordings" / "rules.json").read_text())
+    return {name: {k: v for k, v in value.items() if not k.endswith("_s")} if isinstance(value, dict) else value
+            for name, value in data["entries"].items()}
+
+
+def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(project, monkeypatch, capsys):
+    full = Calls(monkeypatch)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
+    expected = recording(project)
+
+    first = Calls(monkeypatch, stop_after=7)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == evaluate.EXIT_INTERRUPTED
+    assert len(first.done) >= 7
+    assert (project / "recordings" / ".rules.partial").is_dir()  # what completed is on disk
+    assert f"interrupted: {len(first.done)} entries are kept in" in capsys.readouterr().err
+
+    second = Calls(monkeypatch)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert sorted(first.done + second.done) == sorted(full.done)  # nothing paid for twice, nothing skipped
+    assert recording(project) == expected
+    assert not (project / "recordings" / ".rules.partial").exists()
+
+
+def test_rerecord_starts_over(project, monkeypatch):
+    calls = Calls(monkeypatch)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert calls.done == []  # the bundled recording is complete under this key
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 0
+    assert len(calls.done) > 10
+
+
+def test_a_call_that_keeps_failing_is_an_error_not_a_score(project, monkeypatch, capsys):
+    Calls(monkeypatch, broken=lambda label: label == "measure:faithfulness_strict:Where does tracker keep "
+                                                    "its data, and what should I back up?")
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    report = json.loads((project / "runs" / "rules.json").read_text())
+    row = next(r for r in report["rows"] if r["id"] == "backup")
+    assert row["first_failure"] == "error" and "judge/backup/faithfulness" in row["error"]
+    assert "faithfulness" not in row["judged"]  # nothing was made up for the failed call
+    assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == 9
+    err = capsys.readouterr().err
+    retries = [line for line in err.splitlines() if line.startswith("retry ")]
+    assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 cases errored" in err
+
+    retry = Calls(monkeypatch)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert retry.done == ["measure:faithfulness_strict:Where does tracker keep its data, and what should I back up?"]
+
+
+def test_an_outage_is_counted_apart_from_failures(project, monkeypatch):
+    Calls(monkeypatch, broken=lambda label: label.startswith("run:") and "issue 212" in label)
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    report = json.loads((project / "runs" / "rules.json").read_text())
+    assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
+    summary = report["summary"]
+    assert summary["errors"] == 1 and "error" not in summary["first_failures"]
+    assert (summary["pass_rate"]["passed"], summary["pass_rate"]["total"]) == (8, 9)
+    assert "| issue-212 | none | - |" in (project / "runs" / "rules.md").read_text()
+
+
+# ---- retries --------------------------------------------------------------------------------------------
+
+class HTTPError(Exception):
+    def __init__(self, status):
+        super().__init__(f"HTTP {status}")
+        self.status_code = status
+
+
+def flaky(failures, status=503):
+    state = {"calls": 0}
+
+    def call():
+        state["calls"] += 1
+        if state["calls"] <= failures:
+            raise HTTPError(status)
+        return "ok"
+    return call, state
+
+
+def test_transient_failures_are_retried_with_growing_backoff_and_logged(monkeypatch):
+    waits, logged = [], []
+    monkeypatch.setattr(live_calls, "sleep", waits.append)
+    call, state = flaky(2)
+    assert with_retries("judge/x", call, logged.append) == "ok"
+    assert state["calls"] == 3 and len(logged) == 2
+    assert 1.0 <= waits[0] <= 1.5 and 2.0 <= waits[1] <= 3.0  # exponential, with up to 50% jitter
+    assert logged[0].startswith("retry 1/4 for judge/x in") and "HTTP 503" in logged[0]
+
+
+def test_a_client_error_is_not_retried(monkeypatch):
+    monkeypatch.setattr(live_calls, "sleep", lambda s: pytest.fail("must not wait"))
+    call, state = flaky(1, status=400)
+    with pytest.raises(CallFailed, match="judge/x: HTTPError: HTTP 400"):
+        with_retries("judge/x", call, print)
+    assert state["calls"] == 1
+
+
+def test_retries_stop_at_the_attempt_cap(monkeypatch):
+    monkeypatch.setattr(live_calls, "sleep", lambda s: None)
+    call, state = flaky(100, status=429)
+    with pytest.raises(CallFailed, match="gave up after 5 attempts"):
+        with_retries("agent/x", call, lambda line: None)
+    assert state["calls"] == live_calls.MAX_ATTEMPTS
+
+
+def test_retries_stop_at_the_total_wait_cap(monkeypatch):
+    monkeypatch.setattr(live_calls, "sleep", lambda s: None)
+    monkeypatch.setattr(live_calls, "MAX_TOTAL_WAIT", 4.0)
+    call, state = flaky(100)
+    with pytest.raises(CallFailed, match="gave up after"):
+        with_retries("agent/x", call, lambda line: None)
+    assert state["calls"] < live_calls.MAX_ATTEMPTS  # waits of ~1 s then ~2 s, and the next would pass 4 s
+
+
+@pytest.mark.parametrize("error, transient", [
+    (TimeoutError("read timed out"), True),
+    (ConnectionRefusedError(), True),
+    (HTTPError(429), True),
+    (HTTPError(500), True),
+    (HTTPError(404), False),
+    (ValueError("bad schema"), False),
+    (type("ResourceExhausted", (Exception,), {})("quota"), True),
+])
+def test_transient_errors_are_told_apart(error, transient):
+    assert is_transient(error) is transient
+
+
+def test_a_wrapped_transient_error_is_still_transient():
+    try:
+        try:
+            raise HTTPError(503)
+        except HTTPError as inner:
+            raise RuntimeError("metric failed") from inner
+    except RuntimeError as outer:
+        assert is_transient(outer)
+
+
+# ---- progress, cost and latency ---------------------------------------------------------------------------
+
+def test_progress_is_silent_when_stderr_is_not_a_terminal(monkeypatch):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+    assert Progress(10, "x").bar is None
+
+
+def test_progress_bar_shows_on_a_terminal_unless_quiet(monkeypatch):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    assert Progress(10, "x", quiet=True).bar is None
+    progress = Progress(10, "x")
+    try:
+        assert progress.bar is not None
+        progress.advance("retrieval")
+        progress.advance(None)
+        assert progress.counts == {"retrieval": 1}
+    finally:
+        progress.close()
+
+
+def test_report_puts_tokens_and_latency_next_to_quality():
+    report = json.loads((HERE / "runs" / "rules.json").read_text())
+    summary = report["summary"]
+    assert summary["tokens"]["agent_in"] == sum(r["usage"]["input_tokens"] for r in report["rows"])
+    assert summary["tokens"]["judge_in"] > 0 and summary["cost"] is None  # the offline judge reports no price
+    assert set(summary["latency"]) == {"agent_p50_s", "agent_p95_s", "judge_p50_s", "judge_p95_s"}
+    assert all(r["agent_s"] is not None for r in report["rows"])
+    markdown = (HERE / "runs" / "rules.md").read_text()
+    assert "Tokens: agent" in markdown and "Latency: agent run p50" in markdown
