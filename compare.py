@@ -1,6 +1,7 @@
 """Diff two saved reports case by case: which cases run B fixed, broke, or moved to another failing stage.
 
-`python compare.py runs/A.json runs/B.json` refuses runs measured differently (cases, judge, embedder, k).
+`python compare.py runs/A.json runs/B.json` refuses runs measured differently (cases, judge, embedder, k,
+faithfulness setting, threshold).
 """
 import argparse
 import json
@@ -8,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from evaluate import STAGES, failure_reason
+from evaluate import STAGES, failure_reason, stage_results
 from stats import rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
-MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k")
+MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness")
 ERROR = "error"
 
 
@@ -44,7 +45,7 @@ def measurement_differences(key_a: dict, key_b: dict) -> list[str]:
     """'field (A: x, B: y)' for every key field that makes two runs' scores incomparable."""
     shown = lambda value: "none" if value is None else str(value)  # noqa: E731
     return [f"{field} (A: {shown(key_a.get(field))}, B: {shown(key_b.get(field))})"
-            for field in MEASURED_BY if key_a.get(field) != key_b.get(field)]
+            for field in (*MEASURED_BY, "threshold") if key_a.get(field) != key_b.get(field)]
 
 
 def passed(row: dict) -> bool:
@@ -78,22 +79,13 @@ def diff_cases(rows_a: list[dict], rows_b: list[dict]) -> dict[str, list]:
             "only_b": [cid for cid in by_id_b if cid not in by_id_a]}
 
 
-def stage_passes(row: dict, stage: str, threshold: float) -> Optional[bool]:
+def stage_passes(row: dict, stage: str) -> Optional[bool]:
     """Whether one stage passed for a row; None when the row did not measure that stage."""
-    if errored(row):
-        return None
-    if stage == "tools":
-        return None if row.get("tools") is None else bool(row["tools"]["pass"])
-    if stage == "retrieval":
-        return None if row.get("retrieval") is None else row["retrieval"]["recall"] == 1.0
-    metric = (row.get("judged") or {}).get(stage)
-    if metric is None:
-        return None
-    return metric.get("score") is not None and metric["score"] >= threshold
+    return None if errored(row) else stage_results(row).get(stage)
 
 
 def stage_rate(report: dict, stage: str) -> dict:
-    verdicts = [stage_passes(r, stage, report["threshold"]) for r in report["rows"]]
+    verdicts = [stage_passes(r, stage) for r in report["rows"]]
     measured = [v for v in verdicts if v is not None]
     return rate(sum(measured), len(measured))
 
@@ -143,7 +135,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         report_a, report_b = load_report(args.a), load_report(args.b)
-        differences = measurement_differences(report_a["key"], report_b["key"])
+        differences = measurement_differences({**report_a["key"], "threshold": report_a["threshold"]},
+                                              {**report_b["key"], "threshold": report_b["threshold"]})
         if differences:
             raise CompareError(f"runs differ in {', '.join(differences)}; compare runs measured the same way")
     except CompareError as e:

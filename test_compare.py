@@ -148,7 +148,7 @@ def other(value):
     return value + 2 if isinstance(value, int) else f"{value}-other"
 
 
-@pytest.mark.parametrize("field", ["judge", "embedder", "cases", "cases_sha", "k"])
+@pytest.mark.parametrize("field", ["judge", "embedder", "cases", "cases_sha", "k", "strict_faithfulness"])
 def test_runs_measured_differently_are_refused_naming_the_field(capsys, tmp_path, field):
     after = bundled()
     recorded, value = after["key"][field], other(after["key"][field])
@@ -157,6 +157,13 @@ def test_runs_measured_differently_are_refused_naming_the_field(capsys, tmp_path
     assert code == 2 and out == ""
     assert f"runs differ in {field} (A: {recorded}, B: {value})" in err
     assert len(err.splitlines()) == 1
+
+
+def test_runs_judged_at_another_threshold_are_refused(capsys, tmp_path):
+    after = bundled()
+    after["threshold"] = 0.5
+    code, _, err = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert code == 2 and "threshold (A: 0.7, B: 0.5)" in err
 
 
 def test_every_differing_measurement_is_named(capsys, tmp_path):
