@@ -140,6 +140,14 @@ def listed(prompt: str, header: str, end: str) -> list[str]:
 
 
 # Each handler answers one (metric module, schema class) request with a dict the schema validates.
+def _reason(score_header: str, problems_header: str, end: str, all_good: str):
+    """A 'The score is S because ...' reason from the problems DeepEval lists in its prompt."""
+    def handler(p):
+        problems = listed(p, problems_header, end)
+        return {"reason": f"{score_sentence(p, score_header)} because {' '.join(problems) if problems else all_good}"}
+    return handler
+
+
 def _truths(p):
     return {"truths": sentences(section(p, "Text:"))}
 
@@ -153,12 +161,6 @@ def _faithfulness_verdicts(p):
     return {"verdicts": [faithfulness_verdict(c, context) for c in as_list(section(p, "Claims:"))]}
 
 
-def _faithfulness_reason(p):
-    problems = listed(p, "Contradictions:", "JSON:")
-    why = " ".join(problems) if problems else "every claim in the answer is found in the context."
-    return {"reason": f"{score_sentence(p, 'Faithfulness Score:')} because {why}"}
-
-
 def _statements(p):
     return {"statements": sentences(section(p, "Text:"))}
 
@@ -168,22 +170,10 @@ def _relevancy_verdicts(p):
     return {"verdicts": [relevancy_verdict(s, question) for s in as_list(section(p, "Statements:"))]}
 
 
-def _relevancy_reason(p):
-    problems = listed(p, "Reasons why the score can't be higher", "Input:")
-    why = " ".join(problems) if problems else "every statement addresses the question."
-    return {"reason": f"{score_sentence(p, 'Answer Relevancy Score:')} because {why}"}
-
-
 def _recall_verdicts(p):
     reference = section(p, "Expected Output:", "Retrieval Context:")
     nodes = [str(n) for n in as_list(section(p, "Retrieval Context:"))]
     return {"verdicts": [recall_verdict(i, c, nodes) for i, c in enumerate(clauses(reference), 1)]}
-
-
-def _recall_reason(p):
-    problems = listed(p, "Unsupportive Reasons:", "JSON:")
-    why = " ".join(problems) if problems else "every sentence of the expected output is in the context."
-    return {"reason": f"{score_sentence(p, 'Contextual Recall Score:')} because {why}"}
 
 
 def _precision_verdicts(p):
@@ -206,12 +196,17 @@ HANDLERS = {
     ("faithfulness", "Truths"): _truths,
     ("faithfulness", "Claims"): _claims,
     ("faithfulness", "Verdicts"): _faithfulness_verdicts,
-    ("faithfulness", "FaithfulnessScoreReason"): _faithfulness_reason,
+    ("faithfulness", "FaithfulnessScoreReason"): _reason(
+        "Faithfulness Score:", "Contradictions:", "JSON:", "every claim in the answer is found in the context."),
     ("answer_relevancy", "Statements"): _statements,
     ("answer_relevancy", "Verdicts"): _relevancy_verdicts,
-    ("answer_relevancy", "AnswerRelevancyScoreReason"): _relevancy_reason,
+    ("answer_relevancy", "AnswerRelevancyScoreReason"): _reason(
+        "Answer Relevancy Score:", "Reasons why the score can't be higher", "Input:",
+        "every statement addresses the question."),
     ("contextual_recall", "Verdicts"): _recall_verdicts,
-    ("contextual_recall", "ContextualRecallScoreReason"): _recall_reason,
+    ("contextual_recall", "ContextualRecallScoreReason"): _reason(
+        "Contextual Recall Score:", "Unsupportive Reasons:", "JSON:",
+        "every sentence of the expected output is in the context."),
     ("contextual_precision", "Verdicts"): _precision_verdicts,
     ("contextual_precision", "ContextualPrecisionScoreReason"): _precision_reason,
 }
