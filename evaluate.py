@@ -18,6 +18,7 @@ from typing import Callable, Optional
 from assistant import DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, embedder_name, run
 from cassette import Cassette, RecordingError, read_recording, shown, write_atomic
 from dataset import InputError, load_inputs
+from live_calls import write_line
 from stats import percentile, rate, rate_text
 
 HERE = Path(__file__).parent
@@ -206,8 +207,9 @@ def markdown(report: dict) -> str:
     lines += [table_row(r) for r in report["rows"]]
     faith = s["mean_faithfulness"]
     errors = f" {s['errors']} errored and are not scored." if s["errors"] else ""
+    share = rate_text(s["pass_rate"]).partition(" = ")[2] or "none scored"
     lines.append(f"\n{s['passed']}/{s['cases'] - s['errors']} cases pass every stage, "
-                 f"{rate_text(s['pass_rate']).split(' = ')[1]}.{errors} Tools {s['tool_pass']}/{s['cases'] - s['errors']}, "
+                 f"{share}.{errors} Tools {s['tool_pass']}/{s['cases'] - s['errors']}, "
                  f"hit@{k} {s[f'hit_at_{k}']}, recall@{k} {s[f'recall_at_{k}']}, MRR {s['mrr']}, "
                  f"mean faithfulness {'-' if faith is None else faith}.")
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
@@ -416,7 +418,7 @@ class Quiet:
         pass
 
     def log(self, line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        write_line(line)
 
     def close(self):
         pass

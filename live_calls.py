@@ -119,6 +119,12 @@ class Pool:
         self.executor.shutdown(wait=True)
 
 
+def write_line(line: str) -> None:
+    """One write per line: lines logged by concurrent calls must not interleave."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 class Progress:
     """Cases done, elapsed, ETA and running counts of failing stages, on stderr; silent when not a terminal."""
 
@@ -150,7 +156,7 @@ class Progress:
         if self.bar:
             self.bar.console.print(line, markup=False, highlight=False)
         else:
-            print(line, file=sys.stderr, flush=True)
+            write_line(line)
 
     def close(self) -> None:
         if self.bar:

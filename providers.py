@@ -99,5 +99,24 @@ def judge_model(name: str):
     if is_gemini(name):
         from deepeval.models import GeminiModel
         return GeminiModel(model=name, api_key=google_api_key(), temperature=0)
+    return counting_ollama_judge(name)
+
+
+def counting_ollama_judge(name: str):
+    """DeepEval's OllamaModel, returning the token counts Ollama reports with each answer, which DeepEval's
+    own generate drops, so each metric accrues its judge's tokens. Retries are live_calls.py's, per metric."""
     from deepeval.models import OllamaModel
-    return OllamaModel(model=name, base_url=ollama_url(), temperature=0)
+    from deepeval.models.utils import EvaluationCost
+
+    class OllamaJudge(OllamaModel):
+        def generate(self, prompt, schema=None, audio=None):
+            response = self.load_model().chat(
+                model=self.name, messages=self._prompt_messages(prompt, audio),
+                format=schema.model_json_schema() if schema else None,
+                options={"temperature": self.temperature, **self.generation_kwargs})
+            text = response.message.content
+            # A local model costs nothing; the counts ride along on DeepEval's cost value.
+            return (schema.model_validate_json(text) if schema else text,
+                    EvaluationCost(0.0, response.prompt_eval_count, response.eval_count))
+
+    return OllamaJudge(model=name, base_url=ollama_url(), temperature=0)

@@ -1,0 +1,231 @@
+"""Ollama at the protocol level: the real ChatOllama, OllamaEmbeddings and DeepEval OllamaModel clients run a
+`--live` evaluation against a stand-in Ollama server on 127.0.0.1 (ollama_standin.py), and a missing or failing
+server reaches the user as clear lines. No network beyond 127.0.0.1.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import live_calls
+from ollama_standin import serve
+
+HERE = Path(__file__).parent
+OFFLINE_REPORT = json.loads((HERE / "runs" / "rules.json").read_text())
+MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_JUDGE": "standin-judge"}
+PROJECT_FILES = ["*.py", "*.json", "recordings/*.json", "runs/*"]
+# DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
+REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2}
+# A child whose retries cost no time: the backoff is real code, only its sleep is skipped.
+NO_SLEEP = "import sys, live_calls; live_calls.sleep = lambda s: None; import evaluate; sys.exit(evaluate.main(sys.argv[1:]))"
+CASES = json.loads((HERE / "cases.json").read_text())["cases"]
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A copy of the project to run the CLI in, so tests never touch the real recordings."""
+    for pattern in PROJECT_FILES:
+        for src in HERE.glob(pattern):
+            if not src.name.startswith("test_"):
+                dest = tmp_path / src.relative_to(HERE)
+                dest.parent.mkdir(exist_ok=True)
+                shutil.copy(src, dest)
+    return tmp_path
+
+
+def run(folder: Path, host: str, *args: str, code: str = "", **env: str) -> subprocess.CompletedProcess:
+    """`evaluate.py --live --quiet` (or the `code` child) in `folder`, against the Ollama server at `host`."""
+    clean = {k: v for k, v in os.environ.items() if k not in MODELS and not k.startswith("OLLAMA")}
+    command = ["-c", code] if code else ["evaluate.py"]
+    return subprocess.run([sys.executable, *command, "--live", "--quiet", *args], cwd=folder, capture_output=True,
+                          text=True, timeout=300,
+                          env={**clean, **MODELS, "OLLAMA_HOST": host, "NO_PROXY": "127.0.0.1,localhost",
+                               "DEEPEVAL_TELEMETRY_OPT_OUT": "1", **env})
+
+
+def host_of(url: str) -> str:
+    return url.removeprefix("http://")
+
+
+def comparable(row: dict) -> dict:
+    """A report row without what two runs cannot share: measured times (`*_s`), and the judge's token counts,
+    which here are the stand-in server's counts as Ollama reports them, while the lexical judge counts words."""
+    row = {k: v for k, v in row.items() if not k.endswith("_s")}
+    row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and not k.startswith("tokens_")}
+                     for stage, verdict in row["judged"].items()}
+    return row
+
+
+def lines_of(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def error_lines(stderr: str) -> dict[str, str]:
+    """The `error: <entry>: <why>` lines, by entry."""
+    return {line[len("error: "):].split(": ", 1)[0]: line for line in stderr.splitlines()
+            if line.startswith("error: ")}
+
+
+def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(project):
+    with serve() as server:
+        done = run(project, host_of(server.url))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert (project / "recordings" / "standin-chat.json").exists()
+    report = json.loads((project / "runs" / "standin-chat.json").read_text())
+    offline = OFFLINE_REPORT["rows"]
+
+    # The server saw each client: ChatOllama streams with tools, DeepEval asks with a schema, one embed call
+    # indexes the pages and one embeds each search query.
+    log = server.requests
+    assert all(r["status"] == 200 for r in log), [r for r in log if r["status"] != 200]
+    tools = [r for r in log if r["path"] == "/api/chat" and r["kind"] == "tools"]
+    assert len(tools) == sum(2 if r["tool_calls"] else 1 for r in offline) and all(r["stream"] for r in tools)
+    assert server.count("/api/chat", "format") == sum(REQUESTS_PER_METRIC[m] for r in offline for m in r["judged"])
+    searches = sum(c["name"] == "search_docs" for r in offline for c in r["tool_calls"])
+    assert server.count("/api/embed") == 1 + searches
+    assert server.count("/api/chat") == len(tools) + server.count("/api/chat", "format")
+    assert {r["model"] for r in log if r["path"] == "/api/chat" and r["kind"] == "format"} == {"standin-judge"}
+
+    # DeepEval's OllamaModel drops Ollama's token counts; providers.py counts them.
+    assert report["summary"]["tokens"]["judge_in"] > 0 and report["summary"]["tokens"]["judge_out"] > 0
+    assert all(v["tokens_in"] > 0 for r in report["rows"] for v in r["judged"].values())
+
+    # The strong check: the same rules through HTTP give the same trace, retrieval and every judged score and
+    # reason. Agent tokens match too: the stand-in sends the rules model's counts as Ollama's eval counts.
+    assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in offline]
+    summary, expected = dict(report["summary"]), dict(OFFLINE_REPORT["summary"])
+    for s in (summary, expected):
+        s.pop("latency")
+        s["tokens"] = {k: v for k, v in s["tokens"].items() if k.startswith("agent")}
+    assert summary == expected
+    key = {k: v for k, v in report["key"].items() if k not in ("model", "embedder", "judge", "offline")}
+    assert key == {k: v for k, v in OFFLINE_REPORT["key"].items() if k not in ("model", "embedder", "judge", "offline")}
+    assert report["key"]["offline"] is False
+
+
+def test_no_server_exits_2_naming_the_url(project):
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = run(project, f"127.0.0.1:{port}")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith(f"evaluate.py: cannot reach an Ollama server at http://127.0.0.1:{port}")
+    assert not (project / "recordings" / "standin-chat.json").exists()
+
+
+@pytest.mark.parametrize("variable", list(MODELS))
+def test_a_model_the_server_lacks_exits_2_naming_it(project, variable):
+    missing = MODELS[variable]
+    with serve(models=[m for m in MODELS.values() if m != missing]) as server:
+        done = run(project, host_of(server.url))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0] == (f"evaluate.py: Ollama server at {server.url} has no model {missing!r}: "
+                        f"run `ollama pull {missing}`")
+    assert [r["path"] for r in server.requests] == ["/api/tags"]  # refused before any model call
+    assert not (project / "recordings" / "standin-chat.json").exists()
+
+
+def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project):
+    failing = [c["id"] for c in CASES if "tracker" in c["question"]]
+    assert 0 < len(failing) < len(CASES)
+    attempts = live_calls.MAX_ATTEMPTS
+    with serve(fail={"standin-chat": 500}, fail_if="tracker") as server:
+        # One call at a time: concurrent log lines can interleave (see the last test).
+        done = run(project, host_of(server.url), "--concurrency", "1", code=NO_SLEEP)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = error_lines(done.stderr)
+    assert set(errors) == {f"agent/{cid}" for cid in failing}
+    assert all(line.endswith(f"ResponseError: stand-in: forced HTTP 500 (status code: 500) "
+                             f"(gave up after {attempts} attempts)") for line in errors.values()), errors
+    lines = lines_of(done.stderr)
+    assert sum(line.startswith("retry ") for line in lines) == len(failing) * (attempts - 1)
+    assert lines[-1].startswith(f"evaluate.py: incomplete: {len(failing)} cases errored")
+    assert len(lines) == len(failing) * attempts + 1, done.stderr  # retries, one error per entry, the verdict
+    assert sum(r["status"] == 500 for r in server.requests) == len(failing) * attempts
+    assert not (project / "recordings" / "standin-chat.json").exists()
+    rows = json.loads((project / "runs" / "standin-chat.json").read_text())["rows"]
+    assert [r["id"] for r in rows if r["first_failure"] == "error"] == failing
+    assert [comparable(r) for r in rows if r["id"] not in failing] == \
+        [comparable(r) for r in OFFLINE_REPORT["rows"] if r["id"] not in failing]
+
+
+def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project):
+    thanks = next(c for c in CASES if c["id"] == "thanks")
+    # Only the thanks case's relevancy verdicts and reason quote its question: one entry fails.
+    with serve(fail={"standin-judge": 404}, fail_if=thanks["question"]) as server:
+        done = run(project, host_of(server.url), "--concurrency", "1", code=NO_SLEEP)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = lines_of(done.stderr)
+    assert lines == ["error: judge/thanks/answer_relevancy: ResponseError: model 'standin-judge' not found "
+                     "(status code: 404)",
+                     "evaluate.py: incomplete: 1 cases errored; their completed calls are kept, run --live again "
+                     "to retry the rest"]
+    assert sum(r["status"] == 404 for r in server.requests) == 1
+    assert not (project / "recordings" / "standin-chat.json").exists()
+    assert (project / "recordings" / ".standin-chat.partial").is_dir()
+
+    with serve() as server:
+        done = run(project, host_of(server.url))
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr
+    # Only the missing entry is asked again: no agent run, no embedding, one metric's three requests.
+    assert server.count("/api/chat", "tools") == 0 and server.count("/api/embed") == 0
+    assert server.count("/api/chat", "format") == REQUESTS_PER_METRIC["answer_relevancy"]
+    assert (project / "recordings" / "standin-chat.json").exists()
+    report = json.loads((project / "runs" / "standin-chat.json").read_text())
+    assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in OFFLINE_REPORT["rows"]]
+
+
+def test_a_server_failing_every_call_exits_3_without_a_traceback(project):
+    with serve(fail={"standin-chat": 500}) as server:
+        done = run(project, host_of(server.url), "--concurrency", "1", code=NO_SLEEP)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 3
+    assert set(error_lines(done.stderr)) == {f"agent/{c['id']}" for c in CASES}
+    assert lines_of(done.stderr)[-1].startswith(f"evaluate.py: incomplete: {len(CASES)} cases errored")
+    assert server.count("/api/chat") == len(CASES) * live_calls.MAX_ATTEMPTS
+
+
+class SlowStream:
+    """A stderr whose writes let other threads run, as a pipe's can, so interleaved writes show."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        time.sleep(0.001)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize("logger", ["evaluate.Quiet", "live_calls.Progress"])
+def test_lines_logged_by_concurrent_calls_stay_whole(monkeypatch, logger):
+    import evaluate
+
+    stream = SlowStream()
+    monkeypatch.setattr(sys, "stderr", stream)
+    log = evaluate.Quiet().log if logger == "evaluate.Quiet" else live_calls.Progress(1, "run").log
+    lines = [f"error: agent/case-{i}: ResponseError: stand-in: forced HTTP 500 (status code: 500)" for i in range(40)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(log, lines))
+    assert sorted("".join(stream.parts).splitlines()) == sorted(lines)
