@@ -140,6 +140,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    if args.rerecord and not args.live:
+        parser.error("--rerecord goes with --live")
     import providers
     from live_calls import Progress
 

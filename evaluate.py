@@ -176,8 +176,8 @@ def summarize(rows: list[dict]) -> dict:
                        "judge_in": sum(v.get("tokens_in") or 0 for v in judged),
                        "judge_out": sum(v.get("tokens_out") or 0 for v in judged)},
             "cost": round(sum(costs), 6) if costs else None,
-            "latency": {"agent_p50_s": rounded(percentile(agent_s, 50)), "agent_p95_s": rounded(percentile(agent_s, 95)),
-                        "judge_p50_s": rounded(percentile(judge_s, 50)), "judge_p95_s": rounded(percentile(judge_s, 95))}}
+            "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
+                        for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}}
 
 
 def fmt(x: Optional[float]) -> str:
@@ -530,15 +530,16 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.concurrency < 1:
         parser.error("--concurrency must be at least 1")
+    if args.rerecord and not args.live:
+        parser.error("--rerecord goes with --live")
     import baseline
     import providers
 
     try:
         inputs = load_inputs(HERE)
         if args.live:
-            report, _ = record(inputs, args.model or chat_model_name(), args.concurrency, args.rerecord,
-                                      args.quiet)
-            reports = [report]
+            model = args.model or chat_model_name()
+            reports = [record(inputs, model, args.concurrency, args.rerecord, args.quiet)[0]]
         else:
             reports = replay(inputs, args.model)
         checked = baseline.select(reports, args.check_baseline or args.save_baseline) \
@@ -555,14 +556,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         for path, text in report_files(run_name(report["key"]["model"]), report).items():
             write_atomic(path, text)
     print("\n\n".join(markdown(r) for r in reports))
-    if args.save_baseline:
-        write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
-        print(f"\nbaseline written to {args.save_baseline}")
     errors = sum(r["summary"]["errors"] for r in reports)
     if errors:
         print(f"\nevaluate.py: incomplete: {errors} cases errored; their completed calls are kept, run --live "
-              "again to retry the rest", file=sys.stderr)
+              "again to retry the rest" + ("; no baseline written" if args.save_baseline else ""), file=sys.stderr)
         return EXIT_INCOMPLETE
+    if args.save_baseline:
+        write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
+        print(f"\nbaseline written to {args.save_baseline}")
     if verdict is not None:
         print("\n" + verdict.text)
         return EXIT_REGRESSED if verdict.regressions else 0

@@ -91,3 +91,22 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(tmp
     (tmp_path / "baselines" / "other.json").write_text(json.dumps(other))
     done = run("--check-baseline", "baselines/other.json")
     assert done.returncode == 2 and "judge (gemini-3.8-flash -> lexical)" in done.stderr
+
+
+def test_no_baseline_is_written_from_an_incomplete_run(tmp_path, monkeypatch):
+    import evaluate
+    import live_calls
+    for pattern in ("*.json", "recordings/*.json"):
+        for src in HERE.glob(pattern):
+            (tmp_path / src.relative_to(HERE)).parent.mkdir(exist_ok=True)
+            shutil.copy(src, tmp_path / src.relative_to(HERE))
+    monkeypatch.setattr(evaluate, "HERE", tmp_path)
+    monkeypatch.setattr(live_calls, "sleep", lambda s: None)
+    for name, value in {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}.items():
+        monkeypatch.setenv(name, value)
+
+    def outage(*args):
+        raise TimeoutError("read timed out")
+    monkeypatch.setattr(evaluate, "tool_scores", outage)
+    code = evaluate.main(["--live", "--rerecord", "--quiet", "--save-baseline", str(tmp_path / "new.json")])
+    assert code == evaluate.EXIT_INCOMPLETE and not (tmp_path / "new.json").exists()

@@ -100,8 +100,12 @@ def test_right_tool_with_a_wrong_argument_fails_and_names_it():
     assert failure_reason(row) == "wrong argument get_issue.number: expected 212, got 213"
 
 
+ISSUE_212 = {"get_issue": {"number": 212}}
+PERFECT = {"score": 1.0, "reason": ""}
+
+
 def test_right_tool_with_the_right_argument_passes():
-    assert tool_verdict(issue_call(212), ["get_issue"], {"score": 1.0, "reason": ""}, {"get_issue": {"number": 212}})["pass"]
+    assert tool_verdict(issue_call(212), ["get_issue"], PERFECT, ISSUE_212)["pass"]
 
 
 def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
@@ -109,7 +113,7 @@ def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
     assert tool_scores("q", twice, ["search_docs"], judge) | {"reason": ""} == \
         {"score": 1.0, "reason": "", "unexpected": [], "missing": [], "wrong_args": [], "pass": True}
     looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
-    assert tool_verdict(looked_twice, ["get_issue"], {"score": 1.0, "reason": ""}, {"get_issue": {"number": 212}})["pass"]
+    assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212)["pass"]
 
 
 # ---- first failure --------------------------------------------------------------------------------------
@@ -222,6 +226,8 @@ def test_replay_reproduces_the_saved_report():
     report = evaluate(inputs()["cases"], cassette, judge=lambda: pytest.fail("a replay needs no judge"))
     assert report == json.loads((HERE / "runs" / "rules.json").read_text())
     assert evaluate_module.markdown(report) + "\n" == (HERE / "runs" / "rules.md").read_text()
+    from html_report import html
+    assert html(report) == (HERE / "runs" / "rules.html").read_text()
 
 
 def test_report_names_the_first_failure_and_why():

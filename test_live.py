@@ -219,3 +219,35 @@ def test_report_puts_tokens_and_latency_next_to_quality():
     assert all(r["agent_s"] is not None for r in report["rows"])
     markdown = (HERE / "runs" / "rules.md").read_text()
     assert "Tokens: agent" in markdown and "Latency: agent run p50" in markdown
+
+
+def test_a_killed_run_keeps_whole_entries_and_the_rerun_completes_it(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    for pattern in ("*.py", "*.json", "recordings/*.json"):
+        for src in HERE.glob(pattern):
+            if not src.name.startswith("test_"):
+                (tmp_path / src.relative_to(HERE)).parent.mkdir(exist_ok=True)
+                shutil.copy(src, tmp_path / src.relative_to(HERE))
+    env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
+    journal = tmp_path / "recordings" / ".rules.partial"
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=tmp_path,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list(journal.glob("entry-*.json"))) < 5 and time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)  # a crash: no handler runs
+    child.wait()
+    kept = list(journal.glob("entry-*.json"))
+    total = len(recording(HERE))
+    assert 5 <= len(kept) < total
+    assert all(json.loads(f.read_text())["entry"] for f in kept)  # every file whole
+    done = subprocess.run([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"resuming: {len(kept)} entries already recorded" in done.stderr
+    assert recording(tmp_path) == recording(HERE)
