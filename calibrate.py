@@ -14,8 +14,9 @@ from typing import Callable, Optional
 
 from cassette import Cassette, RecordingError, read_recording, shown, write_atomic
 from dataset import InputError, load_calibration
-from evaluate import (DEFAULT_CONCURRENCY, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, STAGES, THRESHOLD,
+from evaluate import (EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, STAGES, THRESHOLD,
                       judge_name, judged_metrics, locked_once, measure, replayed_name, sha, stage_of)
+from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
 
 HERE = Path(__file__).parent
 REPEATS = 3
@@ -86,8 +87,6 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
 
 
 def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress) -> None:
-    from live_calls import CallFailed, Pool, with_retries
-
     pool = Pool(concurrency)
 
     def score(case: dict, name: str) -> None:
@@ -133,17 +132,10 @@ def table(result: dict) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--live", action="store_true", help="call the judge for what is not recorded yet")
-    parser.add_argument("--rerecord", action="store_true", help="with --live: judge every case again")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="judge calls at once")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
-    if args.concurrency < 1:
-        parser.error("--concurrency must be at least 1")
-    if args.rerecord and not args.live:
-        parser.error("--rerecord goes with --live")
+    check_live_options(parser, args)
     import providers
-    from live_calls import Progress
 
     tape = None
     try:

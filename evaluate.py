@@ -18,7 +18,7 @@ from typing import Callable, Optional
 from assistant import DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, embedder_name, run
 from cassette import Cassette, RecordingError, read_recording, shown, write_atomic
 from dataset import InputError, load_inputs
-from live_calls import write_line
+from live_calls import add_live_options, check_live_options, write_line
 from stats import percentile, rate, rate_text
 
 HERE = Path(__file__).parent
@@ -29,7 +29,6 @@ JUDGED = ["faithfulness", "contextual_precision", "contextual_recall", "answer_r
 STRICT_FAITHFULNESS = True
 # One fixed judge, so scores stay comparable when the assistant's model changes.
 DEFAULT_JUDGE = "gemini-3.8-flash"
-DEFAULT_CONCURRENCY = 4
 CALIBRATION = "calibration.json"
 METRIC_NAMES = ("faithfulness", "faithfulness_strict", "contextual_precision", "contextual_recall",
                 "answer_relevancy")
@@ -518,20 +517,13 @@ def record(inputs: tuple, model: str, concurrency: int, rerecord: bool, quiet: b
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--live", action="store_true", help="call the models for what is not recorded yet")
-    parser.add_argument("--rerecord", action="store_true", help="with --live: record every entry again")
+    add_live_options(parser, "model calls")
     parser.add_argument("--model", help=f"the model under test (replay: that recording only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                        help=f"live calls in flight at once (default {DEFAULT_CONCURRENCY})")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
-    if args.concurrency < 1:
-        parser.error("--concurrency must be at least 1")
-    if args.rerecord and not args.live:
-        parser.error("--rerecord goes with --live")
+    check_live_options(parser, args)
     import baseline
     import providers
 

@@ -19,6 +19,25 @@ TRANSIENT_NAMES = ("Timeout", "RateLimit", "ResourceExhausted", "ServiceUnavaila
 sleep = time.sleep  # tests replace it, so retries cost no real time
 
 
+DEFAULT_CONCURRENCY = 4
+
+
+def add_live_options(parser, calls: str) -> None:
+    """--live, --rerecord, --concurrency and --quiet, the same for every command that records `calls`."""
+    parser.add_argument("--live", action="store_true", help=f"make the {calls} that are not recorded yet")
+    parser.add_argument("--rerecord", action="store_true", help=f"with --live: make every one of the {calls} again")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                        help=f"{calls} in flight at once (default {DEFAULT_CONCURRENCY})")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def check_live_options(parser, args) -> None:
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    if args.rerecord and not args.live:
+        parser.error("--rerecord goes with --live")
+
+
 class CallFailed(Exception):
     """A call that failed for good: not transient, or still failing after every retry."""
 

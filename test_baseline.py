@@ -2,7 +2,6 @@
 when the baseline was measured another way."""
 import copy
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,12 +68,8 @@ def test_the_bundled_baseline_is_the_bundled_run():
     assert check(REPORT, baseline.load(HERE / "baselines" / "rules.json")).regressions == []
 
 
-def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(tmp_path):
-    for pattern in ("*.py", "*.json", "recordings/*.json", "baselines/*.json"):
-        for src in HERE.glob(pattern):
-            if not src.name.startswith("test_"):
-                (tmp_path / src.relative_to(HERE)).parent.mkdir(exist_ok=True)
-                shutil.copy(src, tmp_path / src.relative_to(HERE))
+def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(project):
+    tmp_path = project
     docs = json.loads((tmp_path / "docs.json").read_text())
     for page in docs:  # a deliberate retrieval regression: the storage page loses its words
         if page["id"] == "storage":
@@ -93,17 +88,9 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(tmp
     assert done.returncode == 2 and "judge (gemini-3.8-flash -> lexical)" in done.stderr
 
 
-def test_no_baseline_is_written_from_an_incomplete_run(tmp_path, monkeypatch):
+def test_no_baseline_is_written_from_an_incomplete_run(live_project, monkeypatch):
     import evaluate
-    import live_calls
-    for pattern in ("*.json", "recordings/*.json"):
-        for src in HERE.glob(pattern):
-            (tmp_path / src.relative_to(HERE)).parent.mkdir(exist_ok=True)
-            shutil.copy(src, tmp_path / src.relative_to(HERE))
-    monkeypatch.setattr(evaluate, "HERE", tmp_path)
-    monkeypatch.setattr(live_calls, "sleep", lambda s: None)
-    for name, value in {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}.items():
-        monkeypatch.setenv(name, value)
+    tmp_path = live_project
 
     def outage(*args):
         raise TimeoutError("read timed out")

@@ -2,7 +2,6 @@
 run recorded with the offline backends in a copy of the project."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import compare
+from conftest import copy_project
 
 HERE = Path(__file__).parent
 BUNDLED = HERE / "runs" / "rules.json"
-PROJECT_FILES = ["*.py", "*.json", "recordings/*.json", "runs/*"]
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 # Everything the archive page says about restoring. Dropping only "Run tracker restore ID ..." is not enough
 # for the lexical judge: the title "Archiving and restoring tasks" and "cannot be restored" still hold
@@ -63,13 +62,7 @@ def test_a_run_compared_with_itself_has_nothing_fixed_or_broken(capsys):
 @pytest.fixture(scope="module")
 def changed_run(tmp_path_factory) -> Path:
     """A copy of the project whose archive page no longer says how to restore a task, recorded offline."""
-    copy = tmp_path_factory.mktemp("project")
-    for pattern in PROJECT_FILES:
-        for src in HERE.glob(pattern):
-            if not src.name.startswith("test_"):
-                dest = copy / src.relative_to(HERE)
-                dest.parent.mkdir(exist_ok=True)
-                shutil.copy(src, dest)
+    copy = copy_project(tmp_path_factory.mktemp("project"))
     docs = json.loads((copy / "docs.json").read_text())
     archive = next(page for page in docs if page["id"] == "archive")
     for sentence in RESTORE_SENTENCES:

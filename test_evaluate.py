@@ -13,12 +13,12 @@ import pytest
 
 import evaluate as evaluate_module
 from cassette import Cassette, RecordingError
+from conftest import OFFLINE
 from evaluate import (evaluate, failure_reason, first_failure, recording_key, retrieval_scores, tool_scores,
                       tool_verdict)
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / "rules.json"
-OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 HASHED = ("cases_sha", "docs_sha", "issues_sha", "prompt_sha", "tools_sha", "k")
 
 
@@ -239,22 +239,6 @@ def test_report_names_the_first_failure_and_why():
 
 
 # ---- the CLI on a copy of the project --------------------------------------------------------------------
-
-PROJECT_FILES = ["*.py", "*.json", "recordings/*.json", "runs/*"]
-
-
-@pytest.fixture
-def project(tmp_path):
-    """A copy of the project to run the CLI in, so tests never touch the real recordings."""
-    for pattern in PROJECT_FILES:
-        for src in HERE.glob(pattern):
-            if src.name.startswith("test_"):
-                continue
-            dest = tmp_path / src.relative_to(HERE)
-            dest.parent.mkdir(exist_ok=True)
-            shutil.copy(src, dest)
-    return tmp_path
-
 
 def cli(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in OFFLINE}

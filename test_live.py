@@ -1,33 +1,17 @@
 """Live runs that survive the real world: resume after an interrupt, retries, errors apart from failures,
 progress, and cost and latency next to quality. All offline: the models are the offline backends."""
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 import evaluate
 import live_calls
+from conftest import OFFLINE, copy_project
 from live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parent
-OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 REAL = {name: getattr(evaluate, name) for name in ("run", "measure", "tool_scores")}
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """evaluate.py pointed at a copy of the project, with the offline backends selected."""
-    for pattern in ("*.json", "recordings/*.json"):
-        for src in HERE.glob(pattern):
-            dest = tmp_path / src.relative_to(HERE)
-            dest.parent.mkdir(exist_ok=True)
-            shutil.copy(src, dest)
-    monkeypatch.setattr(evaluate, "HERE", tmp_path)
-    monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
-    for name, value in OFFLINE.items():
-        monkeypatch.setenv(name, value)
-    return tmp_path
 
 
 class Calls:
@@ -58,7 +42,8 @@ def recording(project: Path) -> dict:
             for name, value in data["entries"].items()}
 
 
-def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(project, monkeypatch, capsys):
+def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_project, monkeypatch, capsys):
+    project = live_project
     full = Calls(monkeypatch)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     expected = recording(project)
@@ -76,7 +61,7 @@ def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(project, mo
     assert not (project / "recordings" / ".rules.partial").exists()
 
 
-def test_rerecord_starts_over(project, monkeypatch):
+def test_rerecord_starts_over(live_project, monkeypatch):
     calls = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert calls.done == []  # the bundled recording is complete under this key
@@ -84,7 +69,8 @@ def test_rerecord_starts_over(project, monkeypatch):
     assert len(calls.done) > 10
 
 
-def test_a_call_that_keeps_failing_is_an_error_not_a_score(project, monkeypatch, capsys):
+def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeypatch, capsys):
+    project = live_project
     Calls(monkeypatch, broken=lambda label: label == "measure:faithfulness_strict:Where does tracker keep "
                                                     "its data, and what should I back up?")
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
@@ -102,7 +88,8 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(project, monkeypatch,
     assert retry.done == ["measure:faithfulness_strict:Where does tracker keep its data, and what should I back up?"]
 
 
-def test_an_outage_is_counted_apart_from_failures(project, monkeypatch):
+def test_an_outage_is_counted_apart_from_failures(live_project, monkeypatch):
+    project = live_project
     Calls(monkeypatch, broken=lambda label: label.startswith("run:") and "issue 212" in label)
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     report = json.loads((project / "runs" / "rules.json").read_text())
@@ -228,11 +215,7 @@ def test_a_killed_run_keeps_whole_entries_and_the_rerun_completes_it(tmp_path):
     import sys
     import time
 
-    for pattern in ("*.py", "*.json", "recordings/*.json"):
-        for src in HERE.glob(pattern):
-            if not src.name.startswith("test_"):
-                (tmp_path / src.relative_to(HERE)).parent.mkdir(exist_ok=True)
-                shutil.copy(src, tmp_path / src.relative_to(HERE))
+    copy_project(tmp_path)
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
     journal = tmp_path / "recordings" / ".rules.partial"
     child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=tmp_path,
@@ -251,3 +234,13 @@ def test_a_killed_run_keeps_whole_entries_and_the_rerun_completes_it(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"resuming: {len(kept)} entries already recorded" in done.stderr
     assert recording(tmp_path) == recording(HERE)
+
+
+@pytest.mark.parametrize("args, message", [(["--rerecord"], "--rerecord goes with --live"),
+                                           (["--live", "--concurrency", "0"], "--concurrency must be at least 1")])
+@pytest.mark.parametrize("script", ["evaluate", "calibrate"])
+def test_live_options_that_make_no_sense_are_refused(capsys, script, args, message):
+    module = __import__(script)
+    with pytest.raises(SystemExit) as exited:
+        module.main(args)
+    assert exited.value.code == 2 and message in capsys.readouterr().err

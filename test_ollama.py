@@ -4,7 +4,6 @@ server reaches the user as clear lines. No network beyond 127.0.0.1.
 """
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,24 +19,11 @@ from ollama_standin import serve
 HERE = Path(__file__).parent
 OFFLINE_REPORT = json.loads((HERE / "runs" / "rules.json").read_text())
 MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_JUDGE": "standin-judge"}
-PROJECT_FILES = ["*.py", "*.json", "recordings/*.json", "runs/*"]
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2}
 # A child whose retries cost no time: the backoff is real code, only its sleep is skipped.
 NO_SLEEP = "import sys, live_calls; live_calls.sleep = lambda s: None; import evaluate; sys.exit(evaluate.main(sys.argv[1:]))"
 CASES = json.loads((HERE / "cases.json").read_text())["cases"]
-
-
-@pytest.fixture
-def project(tmp_path):
-    """A copy of the project to run the CLI in, so tests never touch the real recordings."""
-    for pattern in PROJECT_FILES:
-        for src in HERE.glob(pattern):
-            if not src.name.startswith("test_"):
-                dest = tmp_path / src.relative_to(HERE)
-                dest.parent.mkdir(exist_ok=True)
-                shutil.copy(src, dest)
-    return tmp_path
 
 
 def run(folder: Path, host: str, *args: str, code: str = "", **env: str) -> subprocess.CompletedProcess:
