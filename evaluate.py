@@ -372,12 +372,13 @@ def collect(cases: dict, cassette: Cassette, judge: Callable, agent: Callable, c
 
     pool, lock, errors, left = Pool(concurrency), threading.Lock(), {}, {}
 
-    def record(name: str, compute: Callable[[], dict]) -> Optional[dict]:
+    def record(name: str, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
+        """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
         try:
-            return cassette.get(name, lambda: with_retries(name, compute, progress.log))
+            return cassette.get(name, lambda: with_retries(name, compute, progress.log)), None
         except CallFailed as e:
             progress.log(f"error: {e}")
-            return None
+            return None, str(e)
 
     def finish(case: dict, error: Optional[str]) -> None:
         with lock:
@@ -389,13 +390,12 @@ def collect(cases: dict, cassette: Cassette, judge: Callable, agent: Callable, c
         progress.advance(case_row(case, cassette, errors.get(case["id"]))["first_failure"])
 
     def judge_step(case: dict, name: str, compute: Callable[[], dict]) -> None:
-        finish(case, None if record(name, compute) is not None else f"{name} failed")
+        finish(case, record(name, compute)[1])
 
     def agent_step(case: dict) -> None:
-        name = f"agent/{case['id']}"
-        trace = record(name, lambda: timed_run(agent(), case["question"]))
+        trace, error = record(f"agent/{case['id']}", lambda: timed_run(agent(), case["question"]))
         if trace is None:
-            return finish(case, f"{name} failed")
+            return finish(case, error)
         tasks = case_tasks(case, trace, judge)
         with lock:
             left[case["id"]] += len(tasks)
