@@ -6,6 +6,8 @@ import json
 from html import escape
 from typing import Any, Optional
 
+from stats import rate_text
+
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
 # contextual precision is reported, never gating: its cells stay neutral.
 GATING = ("faithfulness", "contextual_recall", "answer_relevancy")
@@ -54,12 +56,11 @@ def _cell(col: str, text: str, ok: Optional[bool], num: bool = False) -> str:
     return f'<td data-col="{col}" class="{_verdict(ok)}{" num" if num else ""}">{text}</td>'
 
 
-def _rate(r: dict) -> str:
-    """'9/10 = 90% (95% CI 60%-98%)', like stats.rate_text."""
-    if not r.get("total") or r.get("rate") is None:
-        return f"{r.get('passed', 0)}/{r.get('total', 0)}"
-    interval = f" (95% CI {r['low']:.0%}-{r['high']:.0%})" if "low" in r and "high" in r else ""
-    return f"{r['passed']}/{r['total']} = {r['rate']:.0%}{interval}"
+def _labelled(key: str, value: Any) -> str:
+    """'agent p50 0.04 s' for a timing field `agent_p50_s`; 'key value' otherwise."""
+    if str(key).endswith("_s") and isinstance(value, (int, float)):
+        return f"{_e(str(key)[:-2].replace('_', ' '))} {value:.2f} s"
+    return f"{_e(str(key).replace('_', ' '))} {_value(value)}"
 
 
 def _value(v: Any) -> str:
@@ -68,9 +69,9 @@ def _value(v: Any) -> str:
         return "-"
     if isinstance(v, dict):
         if "passed" in v and "total" in v:
-            return _e(_rate(v))
+            return _e(rate_text(v))
         sep = "<br>" if any(isinstance(x, dict) for x in v.values()) else "; "
-        return sep.join(f"{_e(str(k).replace('_', ' '))} {_value(x)}" for k, x in v.items()) or "-"
+        return sep.join(_labelled(k, x) for k, x in v.items()) or "-"
     if isinstance(v, (list, tuple)):
         return ", ".join(_value(x) for x in v) or "-"
     return _e(v)
@@ -78,7 +79,7 @@ def _value(v: Any) -> str:
 
 def _summary(report: dict) -> str:
     s = report.get("summary") or {}
-    passed = _rate(s["pass_rate"]) if isinstance(s.get("pass_rate"), dict) else (
+    passed = rate_text(s["pass_rate"]) if isinstance(s.get("pass_rate"), dict) else (
         f"{s['passed']}/{s['cases']}" if "passed" in s and "cases" in s else None)
     head = f"<p><strong>{_e(passed)} cases pass every stage.</strong></p>" if passed else ""
     items = "".join(f"<dt>{_e(str(k).replace('_', ' '))}</dt><dd>{_value(v)}</dd>" for k, v in s.items())
