@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from cassette import read_json
+
 TOLERANCE = 0.1
 MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness")
 TOLERANT_STAGES = ("tools", "faithfulness", "contextual_recall", "answer_relevancy")
@@ -39,28 +41,25 @@ def dumps(baseline: dict) -> str:
 
 
 def load(path: Path) -> dict:
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: no baseline; write one with --save-baseline") from None
-    except json.JSONDecodeError as e:
-        raise BaselineError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    if not Path(path).exists():
+        raise BaselineError(f"{path}: no baseline; write one with --save-baseline")
+    data = read_json(path, BaselineError, str(path))
     missing = [f for f in ("measured_with", "tolerance", "pass_rate", "stages", "retrieval") if f not in data]
     if missing:
         raise BaselineError(f"{path}: not a baseline (missing {', '.join(missing)})")
     return data
 
 
-def select(reports: list[dict], path: Optional[str]) -> dict:
-    """The one report a baseline applies to: the only one, or the one of the baseline's model."""
+def select(reports: list[dict], saved: Optional[dict]) -> dict:
+    """The one report a baseline applies to: the only one, or the one of the saved baseline's model."""
     if len(reports) == 1:
         return reports[0]
-    if path and Path(path).exists():
-        model = load(Path(path))["measured_with"].get("model")
+    if saved:
+        model = saved["measured_with"].get("model")
         chosen = [r for r in reports if r["key"]["model"] == model]
         if chosen:
             return chosen[0]
-        raise BaselineError(f"{path}: no run of model {model!r} to check; replay it with --model")
+        raise BaselineError(f"no run of model {model!r} to check against the baseline; replay it with --model")
     raise BaselineError("several runs were replayed; name the one for the baseline with --model")
 
 

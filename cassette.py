@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 
 class RecordingError(Exception):
@@ -38,12 +38,18 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file, turning a malformed one into a one-line error that names the file and the spot."""
+def read_json(path: Path, error: type[Exception] = RecordingError, label: Optional[str] = None) -> Any:
+    """Parse a JSON file; a missing, unreadable or malformed one raises `error` with one line that names the
+    file (as `label`, or as the user would type it) and the spot."""
+    label = label or shown(path)
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{label}: file not found") from None
     except json.JSONDecodeError as e:
-        raise RecordingError(f"{shown(path)}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise error(f"{label}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise error(f"{label}: cannot read: {getattr(e, 'strerror', None) or e}") from None
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -4,11 +4,10 @@
 faithfulness setting, threshold).
 """
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Optional
 
+from cassette import read_json
 from evaluate import STAGES, failure_reason, stage_results
 from stats import rate, rate_text
 
@@ -23,16 +22,7 @@ class CompareError(Exception):
 
 def load_report(path: str) -> dict:
     """Read one saved report, turning every way it can be unusable into a one-line error naming the file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CompareError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise CompareError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    try:
-        report = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CompareError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    report = read_json(path, CompareError, path)
     if not (isinstance(report, dict) and isinstance(report.get("key"), dict)
             and isinstance(report.get("threshold"), (int, float)) and isinstance(report.get("rows"), list)
             and all(isinstance(r, dict) and "id" in r and "first_failure" in r for r in report["rows"])):

@@ -4,13 +4,13 @@
 after checking them against these models and against each other; any problem raises InputError with one
 line that names the file, the case id where there is one, and the field.
 """
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from assistant import TOOLS
+from cassette import read_json
 
 NonEmpty = Field(min_length=1)
 
@@ -78,12 +78,7 @@ class CalibrationSet(Strict):
 
 
 def read(path: Path) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError(f"{path.name}: file not found") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path.name}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return read_json(path, InputError, Path(path).name)
 
 
 def where(data: Any, loc: tuple) -> str:

@@ -256,17 +256,16 @@ def measure(metric_name: str, judge, question: str, answer: str, reference: str,
     from live_calls import timed
 
     metric = make_metric(metric_name, judge)
-    own_usage = getattr(judge, "usage", None)  # the offline judge counts its own; DeepEval counts native ones
-    before = own_usage() if own_usage else (0, 0)
+    usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
+    before = usage() if usage else None
     _, took = timed(lambda: metric.measure(LLMTestCase(
         input=question, actual_output=answer, expected_output=reference, retrieval_context=context or None),
         _show_indicator=False))
-    after = own_usage() if own_usage else (None, None)
+    tokens = (metric.input_tokens, metric.output_tokens)
+    if tokens == (None, None) and usage:
+        tokens = tuple(after - start for after, start in zip(usage(), before))
     result = {"score": metric.score, "reason": metric.reason, "judge_s": took,
-              "tokens_in": metric.input_tokens if metric.input_tokens is not None else
-              (after[0] - before[0] if own_usage else None),
-              "tokens_out": metric.output_tokens if metric.output_tokens is not None else
-              (after[1] - before[1] if own_usage else None)}
+              "tokens_in": tokens[0], "tokens_out": tokens[1]}
     if metric.evaluation_cost:
         result["cost"] = metric.evaluation_cost
     return result
@@ -534,9 +533,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             reports = [record(inputs, model, args.concurrency, args.rerecord, args.quiet)[0]]
         else:
             reports = replay(inputs, args.model)
-        checked = baseline.select(reports, args.check_baseline or args.save_baseline) \
-            if (args.check_baseline or args.save_baseline) else None
-        verdict = baseline.check(checked, baseline.load(Path(args.check_baseline))) if args.check_baseline else None
+        saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
+        checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
+        verdict = baseline.check(checked, saved) if saved else None
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError) as e:
         print(f"evaluate.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -97,3 +97,22 @@ def test_no_baseline_is_written_from_an_incomplete_run(live_project, monkeypatch
     monkeypatch.setattr(evaluate, "tool_scores", outage)
     code = evaluate.main(["--live", "--rerecord", "--quiet", "--save-baseline", str(tmp_path / "new.json")])
     assert code == evaluate.EXIT_INCOMPLETE and not (tmp_path / "new.json").exists()
+
+
+def test_a_missing_baseline_says_how_to_write_one(tmp_path):
+    with pytest.raises(BaselineError, match="no baseline; write one with --save-baseline"):
+        baseline.load(tmp_path / "none.json")
+
+
+def test_a_malformed_baseline_names_the_file_and_spot(tmp_path):
+    (tmp_path / "b.json").write_text('{"measured_with": ')
+    with pytest.raises(BaselineError, match=r"b.json: malformed JSON at line 1 column 19"):
+        baseline.load(tmp_path / "b.json")
+
+
+def test_with_several_runs_the_baseline_picks_its_own_model():
+    other = copy.deepcopy(REPORT)
+    other["key"]["model"] = "gemma4:e2b"
+    assert baseline.select([other, REPORT], from_report(REPORT)) is REPORT
+    with pytest.raises(BaselineError, match="name the one for the baseline with --model"):
+        baseline.select([other, REPORT], None)
