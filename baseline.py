@@ -55,11 +55,12 @@ def select(reports: list[dict], saved: Optional[dict]) -> dict:
     if len(reports) == 1:
         return reports[0]
     if saved:
-        model = saved["measured_with"].get("model")
-        chosen = [r for r in reports if r["key"]["model"] == model]
+        names = {f: saved["measured_with"].get(f) for f in ("model", "embedder", "judge")}
+        chosen = [r for r in reports if all(r["key"].get(f) == v for f, v in names.items())]
         if chosen:
             return chosen[0]
-        raise BaselineError(f"no run of model {model!r} to check against the baseline; replay it with --model")
+        raise BaselineError(f"no run of model {names['model']}, embedder {names['embedder']} and judge "
+                            f"{names['judge']} to check against the baseline; replay it with --model")
     raise BaselineError("several runs were replayed; name the one for the baseline with --model")
 
 

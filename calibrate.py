@@ -2,26 +2,31 @@
 must pass. Each case is scored REPEATS times; the judge's verdict is 'fail' when every score is below the
 threshold, 'pass' when none is, and 'unstable' otherwise.
 
-`python calibrate.py` replays recordings/calibration.json; `--live` judges what is not recorded yet.
+`python calibrate.py` replays recordings/calibration+<judge>.json (the judge DOCS_JUDGE names, or the one
+recorded); `--live` judges what is missing or stale. Each judge has its own recording and report.
 Exit 1 when, for a metric as evaluate.py configures it, agreement with the labels is below AGREEMENT;
 rows for other configurations (default faithfulness) inform and never gate.
 """
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import Cassette, RecordingError, read_recording, shown, write_atomic
+from cassette import ABSENT, Cassette, RecordingError, read_recording, shown
 from dataset import InputError, load_calibration
-from evaluate import (EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, STAGES, THRESHOLD,
-                      judge_name, judged_metrics, locked_once, measure, replayed_name, sha, stage_of)
+from entries import sha
+from evaluate import (CALIBRATION_PREFIX, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, file_part,
+                      judge_name, write_if_changed)
+from recording import locked_once
+from judging import READS, judged_metrics, stage_of
 from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
+from stages import STAGES, THRESHOLD
 
 HERE = Path(__file__).parent
 REPEATS = 3
 AGREEMENT = 0.9
-RECORDING = HERE / "recordings" / "calibration.json"
 EXPECTED = {"defect": "fail", "good": "pass"}
 
 
@@ -35,6 +40,29 @@ def calibration_key(cases: dict, judge: str) -> dict:
 
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "judge": judge,
             "repeats": REPEATS, "offline": providers.is_offline(judge)}
+
+
+def recording_path(judge: str) -> Path:
+    """One calibration recording per judge: another judge never replaces it."""
+    return HERE / "recordings" / f"{CALIBRATION_PREFIX}{file_part(judge)}.json"
+
+
+def recorded_judge() -> str:
+    """The judge to replay: DOCS_JUDGE's, or the only one with a calibration recording."""
+    if os.environ.get("DOCS_JUDGE"):
+        return os.environ["DOCS_JUDGE"]
+    found = sorted((HERE / "recordings").glob(f"{CALIBRATION_PREFIX}*.json"))
+    if len(found) != 1:
+        raise RecordingError(f"{shown(HERE / 'recordings')}: " + (
+            "no calibration recording; record one with --live" if not found else
+            f"{len(found)} calibration recordings; choose the judge with DOCS_JUDGE"))
+    return read_recording(found[0])["key"]["judge"]
+
+
+def deps_of(case: dict, judge: str):
+    """A score depends on the judge, the metric and the case fields that metric reads."""
+    deps = {"metric": case["metric"], "judge": judge, **{f: sha(case[f]) for f in READS[case["metric"]]}}
+    return lambda value: deps
 
 
 def verdict(scores: list[Optional[float]]) -> str:
@@ -72,16 +100,21 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
     """Score every case REPEATS times from the tape; in live mode, judge what is missing first."""
     if tape.live:
         record(cases, tape, judge, concurrency, progress)
-    rows = []
+    rows, stale = [], {}
     for case in cases["cases"]:
-        names = [f"{case['id']}/{i}" for i in range(REPEATS)]
-        if tape.live and not all(tape.has(n) for n in names):
+        found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, tape.key["judge"])) for i in range(REPEATS)]
+        if any(value is ABSENT for value, _ in found):
+            stale[case["id"]] = list(dict.fromkeys(why for _, reasons in found for why in reasons))
             rows.append({**row(case, [{"score": None, "reason": None}]), "verdict": "error", "agrees": False})
             continue
-        rows.append(row(case, [tape.get(n, None) for n in names]))
+        rows.append(row(case, [value for value, _ in found]))
+    if stale and not tape.live:
+        raise RecordingError(f"{shown(tape.path)}: stale: " + "; ".join(
+            f"case {cid} ({', '.join(why)})" for cid, why in stale.items())
+            + f"; {len(rows) - len(stale)} cases current; record again with --live")
     metrics = per_metric(rows)
     failing = [m for m, s in metrics.items() if s["gates"] and s["agreement"] < AGREEMENT]
-    return {"key": tape.key, "threshold": THRESHOLD, "repeats": REPEATS, "agreement_needed": AGREEMENT,
+    return {"key": calibration_key(cases, tape.key["judge"]), "threshold": THRESHOLD, "repeats": REPEATS, "agreement_needed": AGREEMENT,
             "rows": rows, "metrics": metrics, "gate_failed": failing,
             "errors": sum(r["verdict"] == "error" for r in rows)}
 
@@ -90,10 +123,12 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
     pool = Pool(concurrency)
 
     def score(case: dict, name: str) -> None:
+        from judging import measure
+
         compute = lambda: measure(case["metric"], judge(), case["question"], case["answer"],  # noqa: E731
                                   case["reference"], case["context"])
         try:
-            tape.get(name, lambda: with_retries(name, compute, progress.log))
+            tape.get(name, deps_of(case, tape.key["judge"]), lambda: with_retries(name, compute, progress.log))
         except CallFailed as e:
             progress.log(f"error: {e}")
         progress.advance(None)
@@ -131,7 +166,11 @@ def table(result: dict) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                     epilog="The judge is DOCS_JUDGE (rules for models as in evaluate.py --help). "
+                                            "Exit codes: 0 the judge agrees, 1 agreement below "
+                                            f"{AGREEMENT:.0%} on a gating metric, 2 bad input or stale recording, "
+                                            "3 incomplete, 130 interrupted.")
     add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
@@ -144,8 +183,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             judge = judge_name()
             providers.preflight([judge])
         else:
-            judge = replayed_name(read_recording(RECORDING)["key"], "judge")
-        tape = Cassette(RECORDING, calibration_key(cases, judge), args.live, rerecord=args.rerecord)
+            judge = recorded_judge()
+        tape = Cassette(recording_path(judge), {"judge": judge}, args.live, rerecord=args.rerecord)
         progress = Progress(len(cases["cases"]) * REPEATS, "calibration", args.quiet or not args.live)
         for note in tape.notes:
             progress.log(note)
@@ -154,16 +193,20 @@ def main(argv: Optional[list[str]] = None) -> int:
                                progress)
         finally:
             progress.close()
+        if tape.live and not result["errors"]:
+            tape.save()
+        write_if_changed(HERE / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
     except (InputError, RecordingError, providers.ProviderError) as e:
         print(f"calibrate.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as e:
+        print(f"calibrate.py: {shown(e.filename) if e.filename else 'output'}: cannot write: {e.strerror or e}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        kept = f"; {len(tape.entries)} scores are kept in {shown(tape.journal)}" if tape else ""
+        kept = f"; {tape.computed} new scores are kept in {shown(tape.journal)}" if tape else ""
         print(f"calibrate.py: interrupted{kept}; run --live again to finish", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if tape.live and not result["errors"]:
-        tape.save()
-    write_atomic(HERE / "runs" / "calibration.json", json.dumps(result, indent=2) + "\n")
     print(table(result))
     if result["errors"]:
         print(f"calibrate.py: incomplete: {result['errors']} cases errored; run --live again", file=sys.stderr)

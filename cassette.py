@@ -1,32 +1,41 @@
-"""A recording of paid calls, keyed by everything they depend on; a replay refuses any other key.
+"""A recording of paid calls in which every entry carries the hashes of exactly what it depends on.
 
-`Cassette(path, key, live)`: in replay, `get(entry, compute)` returns what was recorded and never calls
-`compute`; in live mode it returns what is already recorded under the same key and computes only what is
-missing. Each computed entry reaches disk at once, as its own atomically written file in a journal folder
-beside the recording, so an interrupted run keeps everything it paid for; `save()` folds the journal into
-the recording (atomically) and removes it.
+`Cassette(path, header, live)`: `get(entry, deps_of, compute)` returns the recorded value when the entry's
+recorded dependencies equal `deps_of(value)` now; in replay anything else raises `Stale`, naming what
+changed, and `compute` is never called; in live mode only a missing or stale entry is computed. Each
+computed entry is appended at once to a journal beside the recording (one JSON line each, so an
+interrupted run keeps everything it paid for); `save()` writes the entries this run used, atomically,
+and writes nothing when they are exactly what the file already holds.
 """
-import hashlib
 import json
 import os
-import shutil
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+FORMAT = 2  # entries with their own dependencies; format 1 had one key for the whole file
 
 
 class RecordingError(Exception):
     """A recording that cannot be replayed: missing, unreadable, stale, or without the requested entry."""
 
 
-_ABSENT = object()
+class Stale(Exception):
+    """An entry the recording lacks, or recorded under other dependencies; `reasons` says which."""
+
+    def __init__(self, entry: str, reasons: list[str]):
+        super().__init__(f"{entry}: {', '.join(reasons)}")
+        self.entry, self.reasons = entry, reasons
+
+
+ABSENT = object()  # what lookup returns for an entry with no current value
 
 
 def key_changes(recorded: dict, current: dict) -> list[str]:
     """Fields whose value differs, including fields only one side has, in a stable order."""
     fields = list(current) + [f for f in recorded if f not in current]
-    return [f for f in fields if recorded.get(f, _ABSENT) != current.get(f, _ABSENT)]
+    return [f for f in fields if recorded.get(f, ABSENT) != current.get(f, ABSENT)]
 
 
 def shown(path: Path) -> str:
@@ -39,26 +48,29 @@ def shown(path: Path) -> str:
 
 
 def read_json(path: Path, error: type[Exception] = RecordingError, label: Optional[str] = None) -> Any:
-    """Parse a JSON file; a missing, unreadable or malformed one raises `error` with one line that names the
-    file (as `label`, or as the user would type it) and the spot."""
+    """Parse a JSON file (UTF-8, a byte-order mark allowed); a missing, unreadable, malformed or absurdly
+    nested one raises `error` with one line that names the file (as `label`, or as typed) and the spot."""
     label = label or shown(path)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise error(f"{label}: file not found") from None
     except json.JSONDecodeError as e:
         raise error(f"{label}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise error(f"{label}: nested too deeply to read") from None
     except (OSError, UnicodeDecodeError) as e:
         raise error(f"{label}: cannot read: {getattr(e, 'strerror', None) or e}") from None
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write through a temp file in the same folder and rename it into place: never a torn file."""
+    """Write UTF-8 through a temp file in the same folder and rename it into place: never a torn file.
+    Any failure (unwritable folder, full disk) raises OSError and leaves no temp file behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a recording is meant to be read and committed
         os.replace(tmp, path)
@@ -68,107 +80,157 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def read_recording(path: Path) -> dict:
+    """A recording's header and entries; a missing, malformed or old-format file is a RecordingError."""
     if not Path(path).exists():
         raise RecordingError(f"{shown(path)}: no recording; record one with --live")
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("key"), dict) or not isinstance(data.get("entries"), dict):
         raise RecordingError(f"{shown(path)}: not a recording (expected 'key' and 'entries')")
+    if data["key"].get("format") != FORMAT or not all(isinstance(e, dict) and isinstance(e.get("deps"), dict)
+                                                      for e in data["entries"].values()):
+        raise RecordingError(f"{shown(path)}: recorded in an older format without per-entry dependencies; "
+                             "record again with --live")
     return data
 
 
+def dump_entry(value: Any) -> Any:
+    """A value as it will read back from JSON, so a live report and its replay see the same thing."""
+    return json.loads(json.dumps(value))
+
+
 class Cassette:
-    def __init__(self, path: Path, key: dict, live: bool, rerecord: bool = False):
-        self.path, self.key, self.live = Path(path), dict(key), live
-        self.journal = self.path.with_name(f".{self.path.stem}.partial")
-        self.entries: dict[str, Any] = {}
+    def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False):
+        self.path, self.live, self.rerecord = Path(path), live, rerecord
+        self.key = {"format": FORMAT, **header}
+        self.journal = self.path.with_name(f".{self.path.stem}.partial.jsonl")
+        self.recorded: dict[str, dict] = {}  # the file's entries, then the journal's, by name
+        self.used: dict[str, dict] = {}  # entries current in this run: what save() writes
+        self.computed = 0
+        self.on_disk: dict[str, dict] = {}
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept or dropped, for the user
-        self.rerecord = rerecord
         if not live:
             data = read_recording(self.path)
             changed = key_changes(data["key"], self.key)
             if changed:
                 raise RecordingError(f"{shown(self.path)}: recording is stale: "
                                      + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
-            self.entries = data["entries"]
-        elif rerecord:
-            shutil.rmtree(self.journal, ignore_errors=True)
+            self.recorded = data["entries"]
         else:
             self._resume()
 
     def _resume(self) -> None:
-        """Keep the entries already paid for under this same key: the journal's, and the recording's
-        unless the journal belongs to a --rerecord, which must not be topped up with the old entries."""
+        """Start from the entries already paid for: the recording's, unless --rerecord, and the journal's.
+        Which of them are still current is decided entry by entry, in `get`."""
         journal = self._read_journal()
-        if journal is not None and journal["meta"]["rerecord"]:
-            self.rerecord = True
-        elif self.path.exists():
+        if journal is not None and journal["rerecord"]:
+            self.rerecord = True  # a --rerecord that was interrupted must not be topped up from the old file
+        if self.path.exists():
             try:
                 data = read_recording(self.path)
             except RecordingError as e:
                 self.notes.append(f"ignoring {e}")
             else:
-                changed = key_changes(data["key"], self.key)
-                if changed:
-                    self.notes.append(f"{shown(self.path)} was recorded with other inputs "
-                                      f"({', '.join(changed)} changed): recording every entry again")
-                else:
-                    self.entries.update(data["entries"])
+                if not key_changes(data["key"], self.key):
+                    self.on_disk = data["entries"]
+                    if not self.rerecord:
+                        self.recorded.update(data["entries"])
         if journal is not None:
-            self.entries.update(journal["entries"])
-        if self.entries:
-            self.notes.append(f"resuming: {len(self.entries)} entries already recorded are kept "
-                              "(--rerecord to start over)")
+            self.recorded.update(journal["entries"])
+            self.notes.append(f"resuming: {len(journal['entries'])} entries from an interrupted run are kept "
+                              f"(in {shown(self.journal)})")
+        if self.rerecord:
+            self.notes.append("--rerecord: calling the models for every entry again")
 
-    def _read_journal(self):
-        """The journal's entries and meta when it was written under this key; a stale one is removed."""
+    def _read_journal(self) -> Optional[dict]:
+        """The journal's entries when it was written under this header; a line torn by a crash ends it."""
         if not self.journal.exists():
             return None
-        meta_file = self.journal / "key.json"
-        meta = read_json(meta_file) if meta_file.exists() else None
-        if not meta or meta.get("key") != self.key:
-            self.notes.append(f"dropping {shown(self.journal)}: it was recorded with other inputs")
-            shutil.rmtree(self.journal)
+        lines = self.journal.read_text(encoding="utf-8").splitlines()
+        try:
+            meta = json.loads(lines[0]) if lines else None
+        except json.JSONDecodeError:
+            meta = None
+        if not isinstance(meta, dict) or meta.get("key") != self.key:
+            self.notes.append(f"dropping {shown(self.journal)}: it was recorded with other models")
+            self.journal.unlink()
             return None
         entries = {}
-        for file in sorted(self.journal.glob("entry-*.json")):
-            item = read_json(file)
-            entries[item["entry"]] = item["value"]
-        return {"meta": meta, "entries": entries}
+        for line in lines[1:]:
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                break  # the last line of a killed run may be torn: everything before it is whole
+            entries[item["entry"]] = {"deps": item["deps"], "value": item["value"]}
+        return {"rerecord": meta.get("rerecord", False), "entries": entries}
 
     def has(self, entry: str) -> bool:
+        """Whether this run has a current value for `entry` (recorded, or computed now)."""
         with self.lock:
-            return entry in self.entries
+            return entry in self.used
 
-    def get(self, entry: str, compute: Callable[[], Any]) -> Any:
-        """The recorded value of `entry`; in live mode, compute, record and journal it."""
+    def lookup(self, entry: str, deps_of: Callable[[Any], dict]) -> tuple[Any, list[str]]:
+        """The recorded value when its dependencies are current, else (ABSENT, what changed)."""
         with self.lock:
-            if entry in self.entries:
-                return self.entries[entry]
+            if entry in self.used:
+                return self.used[entry]["value"], []
+            item = self.recorded.get(entry)
+        if item is None:
+            return ABSENT, ["not recorded"]
+        changed = key_changes(item["deps"], deps_of(item["value"]))
+        if changed:
+            return ABSENT, [f"{field} changed" for field in changed]
+        with self.lock:
+            self.used[entry] = item
+        return item["value"], []
+
+    def get(self, entry: str, deps_of: Callable[[Any], dict], compute: Optional[Callable[[], Any]] = None) -> Any:
+        """The current value of `entry`; in live mode a missing or stale one is computed and journaled."""
+        value, why = self.lookup(entry, deps_of)
+        if value is not ABSENT:
+            return value
         if not self.live:
-            raise RecordingError(f"{shown(self.path)}: no entry {entry!r} in the recording; record again with --live")
-        # Stored as it will read back, so a live report and its replay see the same values.
-        value = json.loads(json.dumps(compute()))
-        self._journal(entry, value)
+            raise Stale(entry, why)
+        value = dump_entry(compute())
+        item = {"deps": dump_entry(deps_of(value)), "value": value}
+        self._journal(entry, item)
         with self.lock:
-            self.entries[entry] = value
+            self.used[entry] = self.recorded[entry] = item
+            self.computed += 1
         return value
 
-    def _journal(self, entry: str, value: Any) -> None:
+    def _journal(self, entry: str, item: dict) -> None:
+        line = json.dumps({"entry": entry, **item}) + "\n"
         with self.lock:
-            if not (self.journal / "key.json").exists():
-                meta = {"key": self.key, "rerecord": self.rerecord}
-                write_atomic(self.journal / "key.json", json.dumps(meta, indent=2) + "\n")
-        name = hashlib.sha256(entry.encode()).hexdigest()[:20]
-        write_atomic(self.journal / f"entry-{name}.json", json.dumps({"entry": entry, "value": value}) + "\n")
+            if not self.journal.exists():
+                self.journal.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.journal, "w", encoding="utf-8") as f:
+                    f.write(json.dumps({"key": self.key, "rerecord": self.rerecord}) + "\n")
+            with open(self.journal, "a", encoding="utf-8") as f:
+                f.write(line)  # one write per whole line; a crash can tear only the last one
 
     def dumps(self) -> str:
         """Entries sorted by name, so the file does not depend on the order calls completed in."""
         with self.lock:
-            entries = dict(sorted(self.entries.items()))
+            entries = dict(sorted(self.used.items()))
         return json.dumps({"key": self.key, "entries": entries}, indent=2) + "\n"
 
-    def save(self) -> None:
-        """Write the whole recording atomically, then drop the journal it now contains."""
-        write_atomic(self.path, self.dumps())
-        shutil.rmtree(self.journal, ignore_errors=True)
+    def unchanged(self) -> bool:
+        """True when the entries this run used are exactly the ones the file holds."""
+        with self.lock:
+            return self.path.exists() and self.used == self.on_disk
+
+    def save(self) -> bool:
+        """Write the recording atomically unless it would not change, then drop the journal.
+        Returns whether the file was written."""
+        written = not self.unchanged()
+        if written:
+            write_atomic(self.path, self.dumps())
+        if self.journal.exists():
+            self.journal.unlink()
+        return written
+
+    def dropped(self) -> int:
+        """Entries the file held that this run did not use: stale ones, and those of removed cases."""
+        with self.lock:
+            return len(set(self.on_disk) - set(self.used))

@@ -8,7 +8,7 @@ import sys
 from typing import Optional
 
 from cassette import read_json
-from evaluate import STAGES, failure_reason, stage_results
+from stages import STAGES, failure_reason, stage_results
 from stats import rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.

@@ -26,17 +26,35 @@ def project(tmp_path: Path) -> Path:
 
 
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
+OFFLINE_RUN = "rules+hash+lexical"  # the bundled recording's and report's file name
+
+
+@pytest.fixture
+def here(project: Path, monkeypatch) -> Path:
+    """evaluate.py and calibrate.py, in this process, pointed at a copy of the project; no DOCS_* set."""
+    import calibrate
+    import evaluate
+
+    monkeypatch.setattr(evaluate, "HERE", project)
+    monkeypatch.setattr(calibrate, "HERE", project)
+    monkeypatch.chdir(project)  # paths in messages read as the user would type them
+    for name in OFFLINE:
+        monkeypatch.delenv(name, raising=False)
+    return project
 
 
 @pytest.fixture
 def live_project(project: Path, monkeypatch) -> Path:
     """evaluate.py, in this process, pointed at a copy of the project, with the offline backends selected
     and retries that cost no time."""
+    import calibrate
     import evaluate
     import live_calls
 
     monkeypatch.setattr(evaluate, "HERE", project)
+    monkeypatch.setattr(calibrate, "HERE", project)
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
+    monkeypatch.chdir(project)
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
     return project

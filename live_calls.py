@@ -7,7 +7,7 @@ import random
 import sys
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
 MAX_ATTEMPTS = 5
@@ -107,31 +107,41 @@ def injected_latency() -> None:
 class Pool:
     """A bounded pool whose tasks may add tasks; `run()` returns when all are done.
 
-    Ctrl-C cancels what has not started and re-raises once the running calls return."""
+    It waits on a count of unfinished tasks, so each task costs the same however many are queued.
+    Ctrl-C (or SIGTERM, raised as KeyboardInterrupt) cancels what has not started and re-raises once the
+    running calls return. A task's own bug stops the run and surfaces from `run()`."""
 
     def __init__(self, workers: int):
         if workers < 1:
             raise ValueError("concurrency must be at least 1")
         self.executor = ThreadPoolExecutor(max_workers=workers)
-        self.pending: set[Future] = set()
-        self.lock = threading.Lock()
+        self.unfinished = 0
+        self.failure: Optional[BaseException] = None
+        self.changed = threading.Condition()
 
     def submit(self, task: Callable[[], Any]) -> None:
-        with self.lock:
-            self.pending.add(self.executor.submit(task))
+        with self.changed:
+            self.unfinished += 1
+        self.executor.submit(self._run, task)
+
+    def _run(self, task: Callable[[], Any]) -> None:
+        try:
+            task()
+        except BaseException as error:  # noqa: BLE001 - handed to run(), which re-raises it
+            with self.changed:
+                self.failure = self.failure or error
+        finally:
+            with self.changed:
+                self.unfinished -= 1
+                self.changed.notify_all()
 
     def run(self) -> None:
         try:
-            while True:
-                with self.lock:
-                    pending = set(self.pending)
-                if not pending:
-                    break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                with self.lock:
-                    self.pending -= done
-                for future in done:
-                    future.result()  # a task's own bug surfaces here, not silently
+            with self.changed:
+                while self.unfinished and self.failure is None:
+                    self.changed.wait(timeout=0.5)  # a timeout keeps Ctrl-C deliverable to this thread
+                if self.failure is not None:
+                    raise self.failure
         except BaseException:
             self.executor.shutdown(wait=True, cancel_futures=True)
             raise

@@ -2,17 +2,17 @@
 when the baseline was measured another way."""
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import baseline
+import judging
 from baseline import BaselineError, check, from_report
 
 HERE = Path(__file__).parent
-REPORT = json.loads((HERE / "runs" / "rules.json").read_text())
+BASELINE = "baselines/rules+hash+lexical.json"
+REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
 
 
 def with_row(report, case_id, **changes):
@@ -28,10 +28,10 @@ def with_row(report, case_id, **changes):
 
 
 def resummarize(report):
-    import evaluate
+    import stages
     for r in report["rows"]:
-        r["first_failure"] = evaluate.first_failure(r)
-    report["summary"] = evaluate.summarize(report["rows"])
+        r["first_failure"] = stages.first_failure(r)
+    report["summary"] = stages.summarize(report["rows"], report["k"])
     return report
 
 
@@ -65,27 +65,24 @@ def test_a_baseline_measured_another_way_is_refused(field):
 
 
 def test_the_bundled_baseline_is_the_bundled_run():
-    assert check(REPORT, baseline.load(HERE / "baselines" / "rules.json")).regressions == []
+    assert check(REPORT, baseline.load(HERE / BASELINE)).regressions == []
 
 
-def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(project):
-    tmp_path = project
+def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(live_project, capsys):
+    import evaluate
+    tmp_path = live_project
     docs = json.loads((tmp_path / "docs.json").read_text())
     for page in docs:  # a deliberate retrieval regression: the storage page loses its words
         if page["id"] == "storage":
             page["title"], page["text"] = "Misc", "See elsewhere."
     (tmp_path / "docs.json").write_text(json.dumps(docs))
-    env = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical", "PATH": ""}
-    run = lambda *a: subprocess.run([sys.executable, "evaluate.py", *a], cwd=tmp_path, env=env,  # noqa: E731
-                                    capture_output=True, text=True)
-    done = run("--live", "--quiet", "--check-baseline", "baselines/rules.json")
-    assert done.returncode == 1, done.stderr
-    assert "REGRESSED retrieval: backup recall@k 1.0 -> 0.0" in done.stdout
-    other = json.loads((tmp_path / "baselines" / "rules.json").read_text())
+    assert evaluate.main(["--live", "--quiet", "--check-baseline", BASELINE]) == 1
+    assert "REGRESSED retrieval: backup recall@k 1.0 -> 0.0" in capsys.readouterr().out
+    other = json.loads((tmp_path / BASELINE).read_text())
     other["measured_with"]["judge"] = "gemini-3.8-flash"
     (tmp_path / "baselines" / "other.json").write_text(json.dumps(other))
-    done = run("--check-baseline", "baselines/other.json")
-    assert done.returncode == 2 and "judge (gemini-3.8-flash -> lexical)" in done.stderr
+    assert evaluate.main(["--check-baseline", "baselines/other.json"]) == 2
+    assert "judge (gemini-3.8-flash -> lexical)" in capsys.readouterr().err
 
 
 def test_no_baseline_is_written_from_an_incomplete_run(live_project, monkeypatch):
@@ -94,7 +91,7 @@ def test_no_baseline_is_written_from_an_incomplete_run(live_project, monkeypatch
 
     def outage(*args):
         raise TimeoutError("read timed out")
-    monkeypatch.setattr(evaluate, "tool_scores", outage)
+    monkeypatch.setattr(judging, "tool_scores", outage)
     code = evaluate.main(["--live", "--rerecord", "--quiet", "--save-baseline", str(tmp_path / "new.json")])
     assert code == evaluate.EXIT_INCOMPLETE and not (tmp_path / "new.json").exists()
 

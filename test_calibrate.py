@@ -63,7 +63,7 @@ def test_rows_for_default_faithfulness_inform_but_never_gate():
 def test_the_bundled_calibration_replays_and_reports_what_the_lexical_judge_earns(capsys):
     code = calibrate.main([])
     out = capsys.readouterr().out
-    saved = json.loads((HERE / "runs" / "calibration.json").read_text())
+    saved = json.loads((HERE / "runs" / "calibration+lexical.json").read_text())
     assert code == (1 if saved["gate_failed"] else 0)
     for r in saved["rows"]:
         if not r["agrees"]:

@@ -12,7 +12,7 @@ import compare
 from conftest import copy_project
 
 HERE = Path(__file__).parent
-BUNDLED = HERE / "runs" / "rules.json"
+BUNDLED = HERE / "runs" / "rules+hash+lexical.json"
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 # Everything the archive page says about restoring. Dropping only "Run tracker restore ID ..." is not enough
 # for the lexical judge: the title "Archiving and restoring tasks" and "cannot be restored" still hold
@@ -73,7 +73,7 @@ def changed_run(tmp_path_factory) -> Path:
     done = subprocess.run([sys.executable, "evaluate.py", "--live"], cwd=copy, capture_output=True, text=True,
                           env={**os.environ, **OFFLINE}, timeout=300)
     assert done.returncode == 0, done.stderr
-    return copy / "runs" / "rules.json"
+    return copy / "runs" / "rules+hash+lexical.json"
 
 
 def test_a_deliberate_change_lists_the_case_it_broke_with_its_stage(capsys, changed_run):
@@ -181,6 +181,6 @@ def test_a_missing_file_exits_2_naming_it(capsys, tmp_path):
 
 
 def test_a_json_file_that_is_not_a_report_exits_2_naming_it(capsys):
-    calibration = str(HERE / "runs" / "calibration.json")
+    calibration = str(HERE / "runs" / "calibration+lexical.json")
     code, _, err = run_compare(capsys, str(BUNDLED), calibration)
     assert code == 2 and err.startswith(f"compare.py: {calibration}: not an evaluation report")

@@ -11,15 +11,21 @@ from pathlib import Path
 
 import pytest
 
-import evaluate as evaluate_module
-from cassette import Cassette, RecordingError
-from conftest import OFFLINE
-from evaluate import (evaluate, failure_reason, first_failure, recording_key, retrieval_scores, tool_scores,
-                      tool_verdict)
+import judging
+from cassette import Cassette, RecordingError, Stale
+from conftest import OFFLINE, OFFLINE_RUN
+from entries import Inputs
+from evaluate import evaluate, header
+from report import markdown
+from stages import failure_reason, first_failure, retrieval_scores, tool_verdict
 
 HERE = Path(__file__).parent
-TAPE = HERE / "recordings" / "rules.json"
-HASHED = ("cases_sha", "docs_sha", "issues_sha", "prompt_sha", "tools_sha", "k")
+TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
+
+
+def tool_scores(question, calls, expected, judge):
+    """DeepEval's score and the harness's verdict on it, as a row gets them."""
+    return tool_verdict(calls, expected, judging.tool_scores(question, calls, expected, judge))
 
 
 @pytest.fixture(scope="module")
@@ -34,15 +40,6 @@ def calls(*names):
 
 def inputs() -> dict:
     return {name: json.loads((HERE / f"{name}.json").read_text()) for name in ("cases", "docs", "issues")}
-
-
-def recorded_key() -> dict:
-    return json.loads(TAPE.read_text())["key"]
-
-
-def current_key(cases, docs, issues) -> dict:
-    recorded = recorded_key()
-    return recording_key(cases, docs, issues, recorded["model"], recorded["embedder"], recorded["judge"])
 
 
 # ---- retrieval ------------------------------------------------------------------------------------------
@@ -137,103 +134,102 @@ def test_a_metric_without_a_score_fails_its_stage():
     assert first_failure(row) == "answer_relevancy"
 
 
-# ---- the recording's key --------------------------------------------------------------------------------
-
-def test_stale_recording_is_refused():
-    with pytest.raises(RecordingError, match="judge changed"):
-        Cassette(TAPE, {**recorded_key(), "judge": "gemma4:e2b"}, live=False)
-
-
-def test_recording_is_keyed_to_the_current_inputs():
-    assert {k: recorded_key()[k] for k in HASHED} == {k: current_key(**inputs())[k] for k in HASHED}
-
+# ---- the recording and its per-entry keys --------------------------------------------------------------
 
 def test_bundled_recording_says_it_comes_from_the_offline_backends():
-    key = recorded_key()
-    assert (key["model"], key["embedder"], key["judge"], key["offline"]) == ("rules", "hash", "lexical", True)
-    assert key["cases"] == "docs-assistant@2"
+    key = json.loads(TAPE.read_text())["key"]
+    assert (key["model"], key["embedder"], key["judge"]) == ("rules", "hash", "lexical")
+    report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    assert report["key"]["offline"] is True and report["key"]["cases"] == "docs-assistant@2"
 
 
-def edit_case(i):
-    i["cases"]["cases"][0]["question"] += " Answer in French."
+def test_a_recording_for_other_models_is_refused_naming_the_field():
+    with pytest.raises(RecordingError, match="judge changed"):
+        Cassette(TAPE, header("rules", "hash", "gemma4:e2b"), live=False)
 
-
-def edit_page(i):
-    i["docs"][0]["text"] += " Deprecated."
-
-
-def edit_issue(i):
-    next(iter(i["issues"].values()))["state"] = "open"
-
-
-@pytest.mark.parametrize("edit, field", [(edit_case, "cases_sha"), (edit_page, "docs_sha"), (edit_issue, "issues_sha")])
-def test_edited_input_without_a_version_bump_makes_the_recording_stale(edit, field):
-    edited = inputs()
-    edit(edited)
-    with pytest.raises(RecordingError, match=f"{field} changed"):
-        Cassette(TAPE, current_key(**edited), live=False)
-
-
-def test_edited_prompt_makes_the_recording_stale(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "PROMPT", evaluate_module.PROMPT + "\nAlways cite the page id.")
-    with pytest.raises(RecordingError, match="prompt_sha changed"):
-        Cassette(TAPE, current_key(**inputs()), live=False)
-
-
-def test_recording_with_a_field_the_code_no_longer_sends_is_stale():
-    with pytest.raises(RecordingError, match="docs_sha changed"):
-        Cassette(TAPE, {k: v for k, v in recorded_key().items() if k != "docs_sha"}, live=False)
-
-
-def test_a_field_the_recording_lacks_is_stale():
-    with pytest.raises(RecordingError, match="reranker changed"):
-        Cassette(TAPE, {**recorded_key(), "reranker": "none"}, live=False)
-
-
-def test_every_changed_field_is_named():
-    with pytest.raises(RecordingError, match="k changed, model changed"):
-        Cassette(TAPE, {**recorded_key(), "k": 5, "model": "other"}, live=False)
-
-
-# ---- the cassette ---------------------------------------------------------------------------------------
 
 def test_replaying_an_entry_that_was_never_recorded_names_it():
-    cassette = Cassette(TAPE, recorded_key(), live=False)
-    with pytest.raises(RecordingError, match="no entry 'agent/unknown-case'"):
-        cassette.get("agent/unknown-case", lambda: pytest.fail("a replay must never compute"))
+    cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
+    with pytest.raises(Stale, match="agent/unknown-case: not recorded"):
+        cassette.get("agent/unknown-case", lambda value: {}, lambda: pytest.fail("a replay must never compute"))
+
+
+def test_an_entry_whose_dependencies_changed_is_stale_naming_them():
+    cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
+    recorded = json.loads(TAPE.read_text())["entries"]["tools/backup"]["deps"]
+    with pytest.raises(Stale, match="expected tools changed"):
+        cassette.get("tools/backup", lambda value: {**recorded, "expected tools": "0"})
 
 
 def test_a_missing_recording_is_refused(tmp_path):
     with pytest.raises(RecordingError, match="no recording"):
-        Cassette(tmp_path / "none.json", recorded_key(), live=False)
+        Cassette(tmp_path / "none.json", header("rules", "hash", "lexical"), live=False)
+
+
+def test_an_old_format_recording_is_refused_with_what_to_do(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"key": {"model": "rules"}, "entries": {"agent/x": {"answer": "a"}}}))
+    with pytest.raises(RecordingError, match="older format.*record again with --live"):
+        Cassette(old, {"model": "rules"}, live=False)
 
 
 def test_live_mode_records_and_saves_atomically(tmp_path):
     path = tmp_path / "tape.json"
-    cassette = Cassette(path, {"k": 3}, live=True)
-    assert cassette.get("b", lambda: {"x": (1, 2)}) == {"x": [1, 2]}  # stored as it will read back
-    cassette.get("a", lambda: 1)
-    cassette.save()
-    assert json.loads(path.read_text()) == {"key": {"k": 3}, "entries": {"a": 1, "b": {"x": [1, 2]}}}
-    assert [p.name for p in tmp_path.iterdir()] == ["tape.json"]  # no temp file left behind
-    assert Cassette(path, {"k": 3}, live=False).get("a", lambda: None) == 1
+    cassette = Cassette(path, {"model": "m"}, live=True)
+    deps = lambda value: {"question": "q1"}  # noqa: E731
+    assert cassette.get("b", deps, lambda: {"x": (1, 2)}) == {"x": [1, 2]}  # stored as it will read back
+    cassette.get("a", deps, lambda: 1)
+    assert cassette.save()
+    assert json.loads(path.read_text())["entries"] == {"a": {"deps": {"question": "q1"}, "value": 1},
+                                                       "b": {"deps": {"question": "q1"}, "value": {"x": [1, 2]}}}
+    assert [p.name for p in tmp_path.iterdir()] == ["tape.json"]  # no journal or temp file left behind
+    assert Cassette(path, {"model": "m"}, live=False).get("a", deps) == 1
+
+
+def test_a_live_run_keeps_only_the_entries_it_used_and_writes_nothing_when_they_are_unchanged(tmp_path):
+    path = tmp_path / "tape.json"
+    first = Cassette(path, {"model": "m"}, live=True)
+    for name in ("keep", "drop"):
+        first.get(name, lambda value: {"q": name}, lambda: name)
+    first.save()
+    second = Cassette(path, {"model": "m"}, live=True)
+    second.get("keep", lambda value: {"q": "keep"}, lambda: pytest.fail("kept entries are not paid again"))
+    assert second.save() and list(json.loads(path.read_text())["entries"]) == ["keep"]
+    third = Cassette(path, {"model": "m"}, live=True)
+    third.get("keep", lambda value: {"q": "keep"}, lambda: pytest.fail("kept entries are not paid again"))
+    before = path.stat().st_mtime_ns
+    assert not third.save() and path.stat().st_mtime_ns == before
+
+
+def test_a_torn_last_journal_line_is_dropped_and_the_rest_kept(tmp_path):
+    path = tmp_path / "tape.json"
+    cassette = Cassette(path, {"model": "m"}, live=True)
+    cassette.get("a", lambda value: {}, lambda: 1)
+    cassette.get("b", lambda value: {}, lambda: 2)
+    text = cassette.journal.read_text()
+    cassette.journal.write_text(text[: len(text) - 5])  # a crash in the middle of the last line
+    resumed = Cassette(path, {"model": "m"}, live=True)
+    assert resumed.get("a", lambda value: {}, lambda: pytest.fail("whole entries are kept")) == 1
+    assert resumed.get("b", lambda value: {}, lambda: 3) == 3
 
 
 # ---- the saved report -----------------------------------------------------------------------------------
 
 def test_replay_reproduces_the_saved_report():
-    cassette = Cassette(TAPE, recorded_key(), live=False)
-    report = evaluate(inputs()["cases"], cassette, judge=lambda: pytest.fail("a replay needs no judge"))
-    assert report == json.loads((HERE / "runs" / "rules.json").read_text())
-    assert evaluate_module.markdown(report) + "\n" == (HERE / "runs" / "rules.md").read_text()
+    i = inputs()
+    cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
+    report = evaluate(Inputs(i["cases"], i["docs"], i["issues"], "rules", "hash", "lexical"), cassette,
+                      judge=lambda: pytest.fail("a replay needs no judge"))
+    assert report == json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
+    assert markdown(report) + "\n" == (HERE / "runs" / "rules+hash+lexical.md").read_text()
     from html_report import html
-    assert html(report) == (HERE / "runs" / "rules.html").read_text()
+    assert html(report) == (HERE / "runs" / "rules+hash+lexical.html").read_text()
 
 
 def test_report_names_the_first_failure_and_why():
-    report = json.loads((HERE / "runs" / "rules.json").read_text())
+    report = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
     failing = [r for r in report["rows"] if r["first_failure"]]
-    text = evaluate_module.markdown(report)
+    text = markdown(report)
     for row in failing:
         assert f"`{row['id']}` **{row['first_failure']}**" in text
 
@@ -241,6 +237,7 @@ def test_report_names_the_first_failure_and_why():
 # ---- the CLI on a copy of the project --------------------------------------------------------------------
 
 def cli(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """A child process: only for what a process boundary proves (imports, signals)."""
     clean = {k: v for k, v in os.environ.items() if k not in OFFLINE}
     return subprocess.run([sys.executable, *args], cwd=folder, capture_output=True, text=True,
                           env={**clean, **env}, timeout=300)
@@ -272,11 +269,16 @@ def comparable(folder: Path) -> dict:
     return out
 
 
-def test_replay_prints_the_report_offline(project):
-    done = cli(project, "evaluate.py")
-    assert done.returncode == 0, done.stderr
-    assert sum(line.startswith("| ") for line in done.stdout.splitlines()) == 11  # header, ten cases
-    assert "first failure" in done.stdout and "cases pass every stage" in done.stdout
+def test_replay_prints_the_report_offline(here, capsys):
+    assert evaluate_main() == 0
+    out = capsys.readouterr().out
+    assert sum(line.startswith("| ") for line in out.splitlines()) == 11  # header, ten cases
+    assert "first failure" in out and "cases pass every stage" in out
+
+
+def evaluate_main(*args: str) -> int:
+    import evaluate as module
+    return module.main(list(args))
 
 
 def test_replay_imports_no_model_library(project):
@@ -288,109 +290,186 @@ def test_replay_imports_no_model_library(project):
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_offline_live_rerecording_is_identical_but_for_timings(project):
-    before = comparable(project)
-    for script in ("evaluate.py", "calibrate.py"):
-        done = cli(project, script, "--live", "--rerecord", **OFFLINE)
-        # calibrate.py exits 1: the lexical judge fails its own calibration (see README).
-        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
-    assert comparable(project) == before
+def test_offline_live_rerecording_is_identical_but_for_timings(live_project):
+    import calibrate
+    before = comparable(live_project)
+    assert evaluate_main("--live", "--rerecord", "--quiet") == 0
+    assert calibrate.main(["--live", "--rerecord", "--quiet"]) == 1  # the lexical judge fails its calibration
+    assert comparable(live_project) == before
 
 
-def test_offline_live_run_on_a_complete_recording_changes_nothing(project):
-    before = snapshot(project)
-    done = cli(project, "evaluate.py", "--live", **OFFLINE)
-    assert done.returncode == 0, done.stderr
-    assert "resuming" in done.stderr and snapshot(project) == before
+def test_offline_live_run_on_a_complete_recording_writes_nothing(live_project, capsys):
+    before = {p: p.stat().st_mtime_ns for p in live_project.glob("r*/*")}
+    assert evaluate_main("--live", "--quiet") == 0
+    assert "recorded 0 new entries, kept 57: nothing to write" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in live_project.glob("r*/*")} == before
 
 
-def test_offline_live_run_records_from_nothing(project):
-    shutil.rmtree(project / "recordings")
-    shutil.rmtree(project / "runs")
-    done = cli(project, "evaluate.py", "--live", **OFFLINE)
-    assert done.returncode == 0, done.stderr
-    assert untimed(json.loads((project / "recordings" / "rules.json").read_text())) == \
+def test_offline_live_run_records_from_nothing(live_project):
+    shutil.rmtree(live_project / "recordings")
+    shutil.rmtree(live_project / "runs")
+    assert evaluate_main("--live", "--quiet") == 0
+    assert untimed(json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())) == \
         untimed(json.loads(TAPE.read_text()))
-    assert cli(project, "evaluate.py").returncode == 0
 
 
 @pytest.mark.parametrize("n", [1, 8])
-def test_concurrency_does_not_change_the_recording_or_the_report(project, n):
-    before = comparable(project)
-    done = cli(project, "evaluate.py", "--live", "--rerecord", "--concurrency", str(n), **OFFLINE)
-    assert done.returncode == 0, done.stderr
-    assert comparable(project) == before
+def test_concurrency_does_not_change_the_recording_or_the_report(live_project, n):
+    before = comparable(live_project)
+    assert evaluate_main("--live", "--rerecord", "--quiet", "--concurrency", str(n)) == 0
+    assert comparable(live_project) == before
 
 
-def append_to(name: str, old: str, new: str):
-    def edit(folder: Path):
-        path = folder / name
-        text = path.read_text()
-        assert old in text
-        path.write_text(text.replace(old, new, 1))
-    return edit
+def edit_json(folder: Path, name: str, change) -> None:
+    path = folder / name
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2))
 
 
-@pytest.mark.parametrize("edit, field", [
-    (append_to("cases.json", "Which keys can I put", "Which settings can I put"), "cases_sha"),
-    (append_to("docs.json", "Run tracker restore ID", "Run tracker unarchive ID"), "docs_sha"),
-    (append_to("issues.json", '"import drops rows", "state": "open"', '"import drops rows", "state": "closed"'),
-     "issues_sha"),
-    (append_to("assistant.py", "in at most three sentences", "in at most two sentences"), "prompt_sha"),
-    (append_to("assistant.py", "return the three closest pages", "return the closest pages"), "tools_sha"),
-])
-def test_every_hashed_edit_is_refused_naming_its_field(project, edit, field):
-    edit(project)
-    before = snapshot(project)
-    done = cli(project, "evaluate.py")
-    assert done.returncode == 2
-    assert f"recording is stale: {field} changed" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
-    assert snapshot(project) == before
+def case(data: dict, cid: str) -> dict:
+    return next(c for c in data["cases"] if c["id"] == cid)
 
 
-def test_a_missing_recording_exits_2(project):
-    done = cli(project, "evaluate.py", "--model", "gemma4:e2b")
-    assert done.returncode == 2 and "recordings/gemma4-e2b.json: no recording" in done.stderr
+class Paid:
+    """Every model call a live run makes, by entry: agent runs by question, judge metrics by stage."""
+
+    def __init__(self, monkeypatch):
+        import assistant
+        self.agent, self.judged, self.tools = [], [], []
+        real_run, real_measure, real_tools = assistant.run, judging.measure, judging.tool_scores
+        monkeypatch.setattr(assistant, "run", lambda agent, q: self.agent.append(q) or real_run(agent, q))
+        monkeypatch.setattr(judging, "measure", lambda m, *a: self.judged.append((m, a[1])) or real_measure(m, *a))
+        monkeypatch.setattr(judging, "tool_scores", lambda q, *a: self.tools.append(q) or real_tools(q, *a))
 
 
-def test_a_recording_missing_an_entry_exits_2_naming_it(project):
-    tape = project / "recordings" / "rules.json"
+def entries(folder: Path) -> dict:
+    return {name: json.dumps(item) for name, item in
+            json.loads((folder / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"].items()}
+
+
+def test_an_edited_question_is_refused_naming_the_case_and_rerecords_that_case_alone(live_project, monkeypatch,
+                                                                                   capsys):
+    before = entries(live_project)
+    edit_json(live_project, "cases.json", lambda d: case(d, "backup").update(
+        question="Where does tracker store its data, and what should I back up?"))
+    for name in OFFLINE:
+        monkeypatch.delenv(name)
+    assert evaluate_main() == 2
+    assert capsys.readouterr().err.strip() == (
+        f"evaluate.py: recordings/{OFFLINE_RUN}.json: stale: case backup (question changed); 9 cases current; "
+        "record again with --live")
+    monkeypatch.setenv("DOCS_MODEL", "rules"), monkeypatch.setenv("DOCS_EMBEDDER", "hash")
+    monkeypatch.setenv("DOCS_JUDGE", "lexical")
+    paid = Paid(monkeypatch)
+    assert evaluate_main("--live", "--quiet") == 0
+    assert paid.agent == ["Where does tracker store its data, and what should I back up?"]
+    assert {q for _, q in paid.judged} <= {paid.agent[0]} and paid.tools == paid.agent
+    after = entries(live_project)
+    assert {n for n in after if after[n] != before.get(n)} <= {n for n in after if "/backup" in n}
+    assert all(after[n] == before[n] for n in before if "/backup" not in n)  # byte-identical, timings too
+
+
+def test_an_edited_reference_reruns_only_the_verdicts_that_read_it(live_project, monkeypatch):
+    edit_json(live_project, "cases.json", lambda d: case(d, "restore").update(reference="Run tracker restore ID now."))
+    paid = Paid(monkeypatch)
+    assert evaluate_main("--live", "--quiet") == 0
+    assert paid.agent == [] and paid.tools == []
+    assert sorted(m for m, _ in paid.judged) == ["contextual_precision", "contextual_recall"]
+
+
+def test_an_edited_page_rerecords_every_trace_that_searched_and_no_other(live_project, monkeypatch):
+    edit_json(live_project, "docs.json", lambda d: d[-1].update(text=d[-1]["text"] + " Tokens are long."))
+    paid = Paid(monkeypatch)
+    assert evaluate_main("--live", "--quiet") == 0
+    searched = [c["question"] for c in json.loads((HERE / "cases.json").read_text())["cases"]
+                if "search_docs" in c["expected_tools"]]
+    assert sorted(paid.agent) == sorted(searched)  # issue-only lookups and small talk are not paid again
+
+
+def test_an_edited_issue_rerecords_only_the_traces_that_looked_it_up(live_project, monkeypatch):
+    edit_json(live_project, "issues.json", lambda d: d["231"].update(title="import drops some rows"))
+    paid = Paid(monkeypatch)
+    assert evaluate_main("--live", "--quiet") == 0
+    assert paid.agent == ["What is the status of issue 231?"]
+
+
+def test_a_new_case_records_only_itself_and_a_removed_case_is_dropped(live_project, monkeypatch, capsys):
+    def change(data):
+        data["cases"] = [c for c in data["cases"] if c["id"] != "thanks"]
+        data["cases"].append({"id": "restore-purged", "question": "Can I restore a purged task?",
+                              "expected_docs": ["archive"], "expected_tools": ["search_docs"],
+                              "reference": "No: a purged task cannot be restored."})
+    edit_json(live_project, "cases.json", change)
+    paid = Paid(monkeypatch)
+    assert evaluate_main("--live", "--quiet") == 0
+    assert paid.agent == ["Can I restore a purged task?"]
+    assert "dropped 3 no longer current" in capsys.readouterr().err  # thanks: trace, tool score, relevancy
+    assert not [n for n in entries(live_project) if "/thanks" in n]
+
+
+def test_another_judge_never_replaces_the_recording_of_this_one(live_project, monkeypatch):
+    before = snapshot(live_project)
+    monkeypatch.setenv("DOCS_JUDGE", "gemini-judge")
+    monkeypatch.setenv("GOOGLE_API_KEY", "")
+    monkeypatch.setenv("GEMINI_API_KEY", "")
+    assert evaluate_main("--live", "--quiet") == 2  # no key: refused before any call
+    assert snapshot(live_project) == before
+    import evaluate as module
+    assert module.run_name("rules", "hash", "gemini-judge") != OFFLINE_RUN
+
+
+def test_a_prompt_edit_names_the_prompt_for_every_case(here, monkeypatch, capsys):
+    import entries as entries_module
+    monkeypatch.setitem(entries_module.Inputs.__init__.__globals__, "PROMPT", "Answer in French.")
+    assert evaluate_main() == 2
+    err = capsys.readouterr().err
+    assert "case backup (prompt changed)" in err and "0 cases current" in err
+
+
+def test_a_missing_recording_exits_2(here, capsys):
+    assert evaluate_main("--model", "gemma4:e2b") == 2
+    assert "recordings: no recording for model gemma4:e2b" in capsys.readouterr().err
+
+
+def test_a_recording_missing_an_entry_exits_2_naming_it(here, capsys):
+    tape = here / "recordings" / f"{OFFLINE_RUN}.json"
     data = json.loads(tape.read_text())
     del data["entries"]["judge/backup/faithfulness"]
     tape.write_text(json.dumps(data))
-    done = cli(project, "evaluate.py")
-    assert done.returncode == 2 and "no entry 'judge/backup/faithfulness'" in done.stderr
+    assert evaluate_main() == 2
+    assert "stale: case backup (not recorded)" in capsys.readouterr().err
 
 
-def test_malformed_json_exits_2_naming_the_file(project):
-    (project / "docs.json").write_text('[{"id": "storage",')
-    before = snapshot(project)
-    done = cli(project, "evaluate.py")
-    assert done.returncode == 2 and done.stderr.startswith("evaluate.py: docs.json: malformed JSON at line 1")
-    assert snapshot(project) == before
+def test_malformed_json_exits_2_naming_the_file(here, capsys):
+    (here / "docs.json").write_text('[{"id": "storage",')
+    before = snapshot(here)
+    assert evaluate_main() == 2
+    assert capsys.readouterr().err.startswith("evaluate.py: docs.json: malformed JSON at line 1")
+    assert snapshot(here) == before
 
 
-def test_unknown_page_in_a_case_exits_2_naming_case_and_field(project):
-    cases = json.loads((project / "cases.json").read_text())
-    cases["cases"][2]["expected_docs"] = ["archiv"]
-    (project / "cases.json").write_text(json.dumps(cases))
-    done = cli(project, "evaluate.py")
-    assert done.returncode == 2
-    assert "cases.json: cases[2] (restore).expected_docs: unknown page 'archiv'" in done.stderr
+def test_unknown_page_in_a_case_exits_2_naming_case_and_field(here, capsys):
+    edit_json(here, "cases.json", lambda d: d["cases"][2].update(expected_docs=["archiv"]))
+    assert evaluate_main() == 2
+    assert "cases.json: cases[2] (restore).expected_docs: unknown page 'archiv'" in capsys.readouterr().err
 
 
-def test_gemini_without_a_key_says_which_variable_to_set(project):
-    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
-    done = subprocess.run([sys.executable, "evaluate.py", "--live"], cwd=project, capture_output=True, text=True,
-                          env={**env, "DOCS_MODEL": "gemini-3.8-flash", "DOCS_EMBEDDER": "hash",
-                               "DOCS_JUDGE": "lexical"})
-    assert done.returncode == 2 and "set GOOGLE_API_KEY" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+def test_gemini_without_a_key_says_which_variable_to_set(here, monkeypatch, capsys):
+    for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DOCS_MODEL", "gemini-3.8-flash")
+    monkeypatch.setenv("DOCS_EMBEDDER", "hash")
+    monkeypatch.setenv("DOCS_JUDGE", "lexical")
+    assert evaluate_main("--live") == 2
+    err = capsys.readouterr().err
+    assert "set GOOGLE_API_KEY" in err and len(err.strip().splitlines()) == 1
 
 
-def test_ollama_without_a_server_names_the_url_it_tried(project):
-    done = cli(project, "evaluate.py", "--live", DOCS_MODEL="gemma4:e2b", DOCS_EMBEDDER="hash",
-               DOCS_JUDGE="lexical", OLLAMA_HOST="127.0.0.1:9")
-    assert done.returncode == 2 and "http://127.0.0.1:9" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsys):
+    for name, value in {"DOCS_MODEL": "gemma4:e2b", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical",
+                        "OLLAMA_HOST": "127.0.0.1:9"}.items():
+        monkeypatch.setenv(name, value)
+    assert evaluate_main("--live") == 2
+    err = capsys.readouterr().err
+    assert "http://127.0.0.1:9" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

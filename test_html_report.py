@@ -15,7 +15,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def rules_report() -> dict:
-    return json.loads((HERE / "runs" / "rules.json").read_text())
+    return json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
 
 
 def row(case_id: str, recall: float = 1.0, faithfulness: float = 1.0) -> dict:
@@ -150,7 +150,7 @@ def test_chromium_renders_every_case(tmp_path):
             pytest.fail(f"{CHROMIUM} is missing; CI must install it: apt-get install -y chromium")
         pytest.skip(f"{CHROMIUM} is not installed")
     report = rules_report()
-    page = tmp_path / "rules.html"
+    page = tmp_path / "rules+hash+lexical.html"
     page.write_text(html(report), encoding="utf-8")
     done = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                            "--no-first-run", "--disable-background-networking", "--disable-component-update",

@@ -5,13 +5,17 @@ from pathlib import Path
 
 import pytest
 
+import assistant
 import evaluate
+import judging
 import live_calls
-from conftest import OFFLINE, copy_project
+from conftest import OFFLINE, OFFLINE_RUN, copy_project
 from live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parent
-REAL = {name: getattr(evaluate, name) for name in ("run", "measure", "tool_scores")}
+# Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics.
+MODULES = {"run": assistant, "measure": judging, "tool_scores": judging}
+REAL = {name: getattr(module, name) for name, module in MODULES.items()}
 
 
 class Calls:
@@ -21,7 +25,7 @@ class Calls:
     def __init__(self, monkeypatch, stop_after=None, broken=lambda name: False):
         self.done, self.stop_after, self.broken = [], stop_after, broken
         for name, real in REAL.items():
-            monkeypatch.setattr(evaluate, name, self.wrap(name, real))
+            monkeypatch.setattr(MODULES[name], name, self.wrap(name, real))
 
     def wrap(self, name, real):
         def call(*args):
@@ -36,10 +40,15 @@ class Calls:
         return call
 
 
+def untimed(value):
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
+    return [untimed(v) for v in value] if isinstance(value, list) else value
+
+
 def recording(project: Path) -> dict:
-    data = json.loads((project / "recordings" / "rules.json").read_text())
-    return {name: {k: v for k, v in value.items() if not k.endswith("_s")} if isinstance(value, dict) else value
-            for name, value in data["entries"].items()}
+    """The recording's entries without measured times."""
+    return untimed(json.loads((project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"])
 
 
 def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_project, monkeypatch, capsys):
@@ -51,14 +60,14 @@ def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_projec
     first = Calls(monkeypatch, stop_after=7)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == evaluate.EXIT_INTERRUPTED
     assert len(first.done) >= 7
-    assert (project / "recordings" / ".rules.partial").is_dir()  # what completed is on disk
-    assert f"interrupted: {len(first.done)} entries are kept in" in capsys.readouterr().err
+    assert (project / "recordings" / ".rules+hash+lexical.partial.jsonl").is_file()  # what completed is on disk
+    assert f"interrupted: {len(first.done)} new entries are kept in" in capsys.readouterr().err
 
     second = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert sorted(first.done + second.done) == sorted(full.done)  # nothing paid for twice, nothing skipped
     assert recording(project) == expected
-    assert not (project / "recordings" / ".rules.partial").exists()
+    assert not (project / "recordings" / ".rules+hash+lexical.partial.jsonl").exists()
 
 
 def test_rerecord_starts_over(live_project, monkeypatch):
@@ -74,7 +83,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeyp
     Calls(monkeypatch, broken=lambda label: label == "measure:faithfulness_strict:Where does tracker keep "
                                                     "its data, and what should I back up?")
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
-    report = json.loads((project / "runs" / "rules.json").read_text())
+    report = json.loads((project / "runs" / "rules+hash+lexical.json").read_text())
     row = next(r for r in report["rows"] if r["id"] == "backup")
     assert row["first_failure"] == "error"
     assert row["error"] == ("judge/backup/faithfulness: ConnectionResetError: connection reset by peer "
@@ -83,7 +92,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeyp
     assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == 9
     err = capsys.readouterr().err
     retries = [line for line in err.splitlines() if line.startswith("retry ")]
-    assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 cases errored" in err
+    assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 case errored;" in err
 
     retry = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
@@ -94,12 +103,12 @@ def test_an_outage_is_counted_apart_from_failures(live_project, monkeypatch):
     project = live_project
     Calls(monkeypatch, broken=lambda label: label.startswith("run:") and "issue 212" in label)
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
-    report = json.loads((project / "runs" / "rules.json").read_text())
+    report = json.loads((project / "runs" / "rules+hash+lexical.json").read_text())
     assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
     summary = report["summary"]
     assert summary["errors"] == 1 and "error" not in summary["first_failures"]
     assert (summary["pass_rate"]["passed"], summary["pass_rate"]["total"]) == (8, 9)
-    assert "| issue-212 | none | - |" in (project / "runs" / "rules.md").read_text()
+    assert "| issue-212 | none | - |" in (project / "runs" / "rules+hash+lexical.md").read_text()
 
 
 # ---- retries --------------------------------------------------------------------------------------------
@@ -200,41 +209,50 @@ def test_progress_bar_shows_on_a_terminal_unless_quiet(monkeypatch):
 
 
 def test_report_puts_tokens_and_latency_next_to_quality():
-    report = json.loads((HERE / "runs" / "rules.json").read_text())
+    report = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
     summary = report["summary"]
     assert summary["tokens"]["agent_in"] == sum(r["usage"]["input_tokens"] for r in report["rows"])
     assert summary["tokens"]["judge_in"] > 0 and summary["cost"] is None  # the offline judge reports no price
     assert set(summary["latency"]) == {"agent_p50_s", "agent_p95_s", "judge_p50_s", "judge_p95_s"}
     assert all(r["agent_s"] is not None for r in report["rows"])
-    markdown = (HERE / "runs" / "rules.md").read_text()
+    markdown = (HERE / "runs" / "rules+hash+lexical.md").read_text()
     assert "Tokens: agent" in markdown and "Latency: agent run p50" in markdown
 
 
-def test_a_killed_run_keeps_whole_entries_and_the_rerun_completes_it(tmp_path):
+def journal_entries(journal: Path) -> list[dict]:
+    """The journal's whole lines after its header; a torn last line would fail to parse."""
+    return [json.loads(line) for line in journal.read_text().splitlines()[1:]] if journal.exists() else []
+
+
+@pytest.mark.parametrize("signum, code", [(9, None), (15, 143)])
+def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(tmp_path, signum, code):
     import os
-    import signal
     import subprocess
     import sys
     import time
 
     copy_project(tmp_path)
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
-    journal = tmp_path / "recordings" / ".rules.partial"
+    journal = tmp_path / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
     child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=tmp_path,
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while len(list(journal.glob("entry-*.json"))) < 5 and time.monotonic() < deadline and child.poll() is None:
+    while len(journal.read_text().splitlines() if journal.exists() else []) < 6 and time.monotonic() < deadline \
+            and child.poll() is None:
         time.sleep(0.05)
-    child.send_signal(signal.SIGKILL)  # a crash: no handler runs
-    child.wait()
-    kept = list(journal.glob("entry-*.json"))
+    child.send_signal(signum)  # SIGKILL: a crash, no handler runs; SIGTERM: a cancelled CI job
+    err = child.communicate()[1]
+    if code is not None:
+        said = err.strip().splitlines()  # after the --rerecord note, one line says what was kept
+        assert child.returncode == code and said[-1].startswith("evaluate.py: terminated: ")
+        assert "new entries are kept in" in said[-1] and "Traceback" not in err
+    kept = journal_entries(journal)
     total = len(recording(HERE))
-    assert 5 <= len(kept) < total
-    assert all(json.loads(f.read_text())["entry"] for f in kept)  # every file whole
+    assert 5 <= len(kept) < total and all(item["entry"] for item in kept)
     done = subprocess.run([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert f"resuming: {len(kept)} entries already recorded" in done.stderr
+    assert f"resuming: {len(kept)} entries from an interrupted run are kept" in done.stderr
     assert recording(tmp_path) == recording(HERE)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import lexical_judge
-from evaluate import measure
+from judging import measure
 from lexical_judge import LexicalJudge
 from offline_agent import HashEmbeddings, plan_tool_calls
 

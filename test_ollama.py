@@ -17,12 +17,13 @@ import live_calls
 from ollama_standin import serve
 
 HERE = Path(__file__).parent
-OFFLINE_REPORT = json.loads((HERE / "runs" / "rules.json").read_text())
+OFFLINE_REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
 MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_JUDGE": "standin-judge"}
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2}
 # A child whose retries cost no time: the backoff is real code, only its sleep is skipped.
 NO_SLEEP = "import sys, live_calls; live_calls.sleep = lambda s: None; import evaluate; sys.exit(evaluate.main(sys.argv[1:]))"
+STANDIN_RUN = "standin-chat+standin-embed+standin-judge"
 CASES = json.loads((HERE / "cases.json").read_text())["cases"]
 
 
@@ -64,8 +65,8 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
         done = run(project, host_of(server.url))
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert (project / "recordings" / "standin-chat.json").exists()
-    report = json.loads((project / "runs" / "standin-chat.json").read_text())
+    assert (project / "recordings" / f"{STANDIN_RUN}.json").exists()
+    report = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())
     offline = OFFLINE_REPORT["rows"]
 
     # The server saw each client: ChatOllama streams with tools, DeepEval asks with a schema, one embed call
@@ -106,7 +107,7 @@ def test_no_server_exits_2_naming_the_url(project):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert lines[0].startswith(f"evaluate.py: cannot reach an Ollama server at http://127.0.0.1:{port}")
-    assert not (project / "recordings" / "standin-chat.json").exists()
+    assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
 
 
 @pytest.mark.parametrize("variable", list(MODELS))
@@ -120,7 +121,7 @@ def test_a_model_the_server_lacks_exits_2_naming_it(project, variable):
     assert lines[0] == (f"evaluate.py: Ollama server at {server.url} has no model {missing!r}: "
                         f"run `ollama pull {missing}`")
     assert [r["path"] for r in server.requests] == ["/api/tags"]  # refused before any model call
-    assert not (project / "recordings" / "standin-chat.json").exists()
+    assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
 
 
 def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project):
@@ -141,8 +142,8 @@ def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project):
     assert lines[-1].startswith(f"evaluate.py: incomplete: {len(failing)} cases errored")
     assert len(lines) == len(failing) * attempts + 1, done.stderr  # retries, one error per entry, the verdict
     assert sum(r["status"] == 500 for r in server.requests) == len(failing) * attempts
-    assert not (project / "recordings" / "standin-chat.json").exists()
-    rows = json.loads((project / "runs" / "standin-chat.json").read_text())["rows"]
+    assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
+    rows = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())["rows"]
     assert [r["id"] for r in rows if r["first_failure"] == "error"] == failing
     assert [comparable(r) for r in rows if r["id"] not in failing] == \
         [comparable(r) for r in OFFLINE_REPORT["rows"] if r["id"] not in failing]
@@ -158,11 +159,11 @@ def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project):
     lines = lines_of(done.stderr)
     assert lines == ["error: judge/thanks/answer_relevancy: ResponseError: model 'standin-judge' not found "
                      "(status code: 404)",
-                     "evaluate.py: incomplete: 1 cases errored; their completed calls are kept, run --live again "
+                     "evaluate.py: incomplete: 1 case errored; their completed calls are kept, run --live again "
                      "to retry the rest"]
     assert sum(r["status"] == 404 for r in server.requests) == 1
-    assert not (project / "recordings" / "standin-chat.json").exists()
-    assert (project / "recordings" / ".standin-chat.partial").is_dir()
+    assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
+    assert (project / "recordings" / f".{STANDIN_RUN}.partial.jsonl").is_file()
 
     with serve() as server:
         done = run(project, host_of(server.url))
@@ -171,8 +172,8 @@ def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project):
     # Only the missing entry is asked again: no agent run, no embedding, one metric's three requests.
     assert server.count("/api/chat", "tools") == 0 and server.count("/api/embed") == 0
     assert server.count("/api/chat", "format") == REQUESTS_PER_METRIC["answer_relevancy"]
-    assert (project / "recordings" / "standin-chat.json").exists()
-    report = json.loads((project / "runs" / "standin-chat.json").read_text())
+    assert (project / "recordings" / f"{STANDIN_RUN}.json").exists()
+    report = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())
     assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in OFFLINE_REPORT["rows"]]
 
 
@@ -204,13 +205,13 @@ class SlowStream:
         return False
 
 
-@pytest.mark.parametrize("logger", ["evaluate.Quiet", "live_calls.Progress"])
+@pytest.mark.parametrize("logger", ["recording.Quiet", "live_calls.Progress"])
 def test_lines_logged_by_concurrent_calls_stay_whole(monkeypatch, logger):
-    import evaluate
+    import recording
 
     stream = SlowStream()
     monkeypatch.setattr(sys, "stderr", stream)
-    log = evaluate.Quiet().log if logger == "evaluate.Quiet" else live_calls.Progress(1, "run").log
+    log = recording.Quiet().log if logger == "recording.Quiet" else live_calls.Progress(1, "run").log
     lines = [f"error: agent/case-{i}: ResponseError: stand-in: forced HTTP 500 (status code: 500)" for i in range(40)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(log, lines))

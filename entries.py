@@ -1,0 +1,73 @@
+"""The recorded entries a case needs, and exactly what each one depends on.
+
+An entry is recorded with the hash of each input it read, so an edit re-pays only the entries that read
+it. What each kind reads:
+- `agent/<case>`: the question, the prompt, the tool descriptions and the model; if it searched, every
+  page (any page can enter any search's top k), the embedder and k; for each issue it looked up, that
+  issue's record.
+- `tools/<case>`: the calls the trace made and the case's expected tools.
+- `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
+  (judging.READS): the answer, the context and, for some, the question or the reference.
+"""
+import hashlib
+import json
+from typing import Callable
+
+from assistant import K, PROMPT, TOOL_DESCRIPTIONS
+from judging import READS, judge_context, judged_metrics, stage_of
+
+
+def sha(value) -> str:
+    """Content hash of any JSON value."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+class Inputs:
+    """The run's inputs and the models, hashed once for every entry's dependencies."""
+
+    def __init__(self, cases: dict, docs: list[dict], issues: dict, model: str, embedder: str, judge: str):
+        self.cases, self.docs, self.issues = cases, docs, issues
+        self.model, self.embedder, self.judge = model, embedder, judge
+        self.common = {"prompt": sha(PROMPT), "tool descriptions": sha(TOOL_DESCRIPTIONS), "model": model}
+        self.searched = {"pages": sha(docs), "embedder": embedder, "k": K}
+
+    def agent_deps(self, case: dict) -> Callable[[dict], dict]:
+        """What the case's trace depends on, given what the trace did."""
+        def deps(trace: dict) -> dict:
+            found = {"question": sha(case["question"]), **self.common}
+            if any(c["name"] == "search_docs" for c in trace["tool_calls"]):
+                found.update(self.searched)
+            for call in trace["tool_calls"]:
+                if call["name"] == "get_issue":
+                    number = str(call["args"].get("number"))
+                    found[f"issue {number}"] = sha(self.issues.get(number))
+            return found
+        return deps
+
+    def tools_deps(self, case: dict, trace: dict) -> Callable[[dict], dict]:
+        deps = {"tool calls": sha(trace["tool_calls"]), "expected tools": sha(case["expected_tools"])}
+        return lambda value: deps
+
+    def judge_deps(self, metric: str, case: dict, trace: dict, context: list[str]) -> Callable[[dict], dict]:
+        fields = {"question": case["question"], "answer": trace["answer"], "context": context,
+                  "reference": case["reference"]}
+        deps = {"metric": metric, "judge": self.judge, **{f: sha(fields[f]) for f in READS[metric]}}
+        return lambda value: deps
+
+
+def agent_entry(case: dict) -> str:
+    return f"agent/{case['id']}"
+
+
+def case_entries(inputs: Inputs, case: dict, trace: dict) -> dict[str, tuple[Callable, str, Callable]]:
+    """The entries a case needs once its trace exists: name -> (deps_of, metric or 'tools', compute(judge))."""
+    from judging import measure, tool_scores
+
+    cid, context = case["id"], judge_context(trace)
+    needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), "tools", lambda judge: tool_scores(
+        case["question"], trace["tool_calls"], case["expected_tools"], judge))}
+    for metric in judged_metrics(context):
+        needed[f"judge/{cid}/{stage_of(metric)}"] = (
+            inputs.judge_deps(metric, case, trace, context), metric,
+            lambda judge, m=metric: measure(m, judge, case["question"], trace["answer"], case["reference"], context))
+    return needed

@@ -1,0 +1,95 @@
+"""DeepEval's metrics: which ones a trace gets, what each one reads, and measuring them with a judge.
+
+DeepEval is imported only inside the functions a live call runs, so a replay stays light.
+"""
+import json
+import os
+from typing import Optional
+
+from stages import THRESHOLD
+
+# calibrate.py: default faithfulness passes a claim the judge calls borderline; strict mode counts it unsupported.
+STRICT_FAITHFULNESS = True
+METRIC_NAMES = ("faithfulness", "faithfulness_strict", "contextual_precision", "contextual_recall",
+                "answer_relevancy")
+# The test-case fields each DeepEval metric puts in its prompts (its `_required_params` in deepeval 4.3):
+# a verdict depends on these and nothing else of the case, so only they are hashed into its entry.
+READS = {"faithfulness": ("answer", "context"), "faithfulness_strict": ("answer", "context"),
+         "answer_relevancy": ("question", "answer"), "contextual_recall": ("reference", "context"),
+         "contextual_precision": ("question", "reference", "context")}
+
+
+def make_metric(name: str, judge):
+    """A DeepEval metric by name; `faithfulness_strict` counts borderline claims as unsupported."""
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+    from deepeval.metrics import (AnswerRelevancyMetric, ContextualPrecisionMetric, ContextualRecallMetric,
+                                  FaithfulnessMetric)
+
+    options = {"threshold": THRESHOLD, "model": judge, "async_mode": False}
+    makers = {"faithfulness": lambda: FaithfulnessMetric(**options),
+              "faithfulness_strict": lambda: FaithfulnessMetric(**options, penalize_ambiguous_claims=True),
+              "contextual_precision": lambda: ContextualPrecisionMetric(**options),
+              "contextual_recall": lambda: ContextualRecallMetric(**options),
+              "answer_relevancy": lambda: AnswerRelevancyMetric(**options)}
+    if name not in makers:
+        raise ValueError(f"unknown metric {name!r}; valid: {', '.join(METRIC_NAMES)}")
+    return makers[name]()
+
+
+def measure(metric_name: str, judge, question: str, answer: str, reference: str,
+            context: Optional[list[str]]) -> dict:
+    """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known."""
+    from deepeval.test_case import LLMTestCase
+
+    from live_calls import timed
+
+    metric = make_metric(metric_name, judge)
+    usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
+    before = usage() if usage else None
+    _, took = timed(lambda: metric.measure(LLMTestCase(
+        input=question, actual_output=answer, expected_output=reference, retrieval_context=context or None),
+        _show_indicator=False))
+    tokens = (metric.input_tokens, metric.output_tokens)
+    if tokens == (None, None) and usage:
+        tokens = tuple(after - start for after, start in zip(usage(), before))
+    result = {"score": metric.score, "reason": metric.reason, "judge_s": took,
+              "tokens_in": tokens[0], "tokens_out": tokens[1]}
+    if metric.evaluation_cost:
+        result["cost"] = metric.evaluation_cost
+    return result
+
+
+def tool_scores(question: str, calls: list[dict], expected: list[str], judge) -> dict:
+    """DeepEval's ToolCorrectnessMetric on tool names: its score and reason. Without available_tools it
+    never calls the judge, but it still needs a model object."""
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+    from deepeval.metrics import ToolCorrectnessMetric
+    from deepeval.test_case import LLMTestCase, ToolCall
+
+    metric = ToolCorrectnessMetric(model=judge, async_mode=False)
+    metric.measure(LLMTestCase(input=question, tools_called=[ToolCall(name=c["name"], input_parameters=c["args"])
+                                                             for c in calls],
+                               expected_tools=[ToolCall(name=name) for name in expected]), _show_indicator=False)
+    return {"score": metric.score, "reason": metric.reason}
+
+
+def judge_context(trace: dict) -> list[str]:
+    """What the agent read, in the order it read it: each retrieved page and each issue record."""
+    context = []
+    for output in trace["tool_outputs"]:
+        if output["tool"] == "search_docs":
+            context += [page["text"] for page in json.loads(output["content"])]
+        else:
+            context.append(output["content"])
+    return context
+
+
+def judged_metrics(context: list[str]) -> list[str]:
+    """Context metrics run only when a tool returned context; answer relevancy always runs."""
+    faithfulness = "faithfulness_strict" if STRICT_FAITHFULNESS else "faithfulness"
+    grounded = [faithfulness, "contextual_precision", "contextual_recall"] if context else []
+    return grounded + ["answer_relevancy"]
+
+
+def stage_of(metric: str) -> str:
+    return metric.replace("_strict", "")

@@ -1,0 +1,86 @@
+"""The recording loop of a live run: every missing or stale entry computed with bounded concurrency, a
+case's judge calls starting as soon as its trace exists, and each call's failure kept for its row."""
+import threading
+from typing import Callable, Optional
+
+from cassette import Cassette
+from entries import Inputs, agent_entry, case_entries
+from live_calls import CallFailed, Pool, timed, with_retries, write_line
+
+
+def locked_once(build: Callable):
+    """A factory that builds its model once, even when several threads ask at the same time."""
+    lock, built = threading.Lock(), []
+
+    def get():
+        with lock:
+            if not built:
+                built.append(build())
+            return built[0]
+    return get
+
+
+class Quiet:
+    """Progress that says only what must be said: retries and errors, on stderr."""
+
+    def advance(self, outcome):
+        pass
+
+    def log(self, line: str) -> None:
+        write_line(line)
+
+    def close(self):
+        pass
+
+
+def run_agent(agent, question: str) -> dict:
+    """One agent run's trace, with its time."""
+    from assistant import run
+
+    trace, took = timed(lambda: run(agent, question))
+    return {**trace, "agent_s": took}
+
+
+def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable, concurrency: int,
+            progress, outcome: Callable[[dict, Optional[str]], Optional[str]]) -> dict[str, str]:
+    """Compute every missing entry with at most `concurrency` calls at once. Returns the error of each case
+    whose calls still failed after retries. `outcome(case, error)` names a finished case's first failure."""
+    pool, lock, errors, left = Pool(concurrency), threading.Lock(), {}, {}
+
+    def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
+        """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
+        try:
+            return cassette.get(name, deps_of, lambda: with_retries(name, compute, progress.log)), None
+        except CallFailed as e:
+            progress.log(f"error: {e}")
+            return None, str(e)
+
+    def finish(case: dict, error: Optional[str]) -> None:
+        with lock:
+            if error:
+                errors.setdefault(case["id"], error)
+            left[case["id"]] -= 1
+            if left[case["id"]]:
+                return
+        progress.advance(outcome(case, errors.get(case["id"])))
+
+    def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
+        finish(case, record(name, deps_of, lambda: compute(judge()))[1])
+
+    def agent_step(case: dict) -> None:
+        trace, error = record(agent_entry(case), inputs.agent_deps(case),
+                              lambda: run_agent(agent(), case["question"]))
+        if trace is None:
+            return finish(case, error)
+        needed = case_entries(inputs, case, trace)
+        with lock:
+            left[case["id"]] += len(needed)
+        for name, (deps_of, _, compute) in needed.items():
+            pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
+        finish(case, None)
+
+    for case in inputs.cases["cases"]:
+        left[case["id"]] = 1
+        pool.submit(lambda c=case: agent_step(c))
+    pool.run()
+    return errors

@@ -1,0 +1,60 @@
+"""The markdown report of a run: the stage table, the summary with intervals, why each failing case
+failed, tokens and latency. Pure: `markdown(report)` returns text."""
+from typing import Optional
+
+from stages import failure_reason
+from stats import rate_text
+
+
+def fmt(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def seconds(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.2f} s"
+
+
+def table_row(r: dict) -> str:
+    ret, j, tools = r.get("retrieval"), r.get("judged", {}), r.get("tools")
+    score = lambda m: fmt(j.get(m, {}).get("score"))  # noqa: E731
+    return (f"| {r['id']} | {', '.join(r['calls']) or 'none'} | "
+            f"{'-' if tools is None else ('pass' if tools['pass'] else 'FAIL')} | "
+            f"{'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | {fmt(ret and ret['recall'])} | "
+            f"{fmt(ret and ret['reciprocal_rank'])} | {score('contextual_precision')} | {score('faithfulness')} | "
+            f"{score('contextual_recall')} | {score('answer_relevancy')} | {r['first_failure'] or '-'} |")
+
+
+def cases(n: int) -> str:
+    return f"{n} case{'' if n == 1 else 's'}"
+
+
+def markdown(report: dict) -> str:
+    """The whole report. Only the line starting 'Latency:' prints measured times."""
+    k, s = report["k"], report["summary"]
+    lines = [f"| case | tools called | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful | ctx recall "
+             "| relevancy | first failure |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [table_row(r) for r in report["rows"]]
+    faith = s["mean_faithfulness"]
+    errors = (f" {cases(s['errors'])} errored and {'is' if s['errors'] == 1 else 'are'} not scored."
+              if s["errors"] else "")
+    share = rate_text(s["pass_rate"]).partition(" = ")[2] or "none scored"
+    lines.append(f"\n{s['passed']}/{s['cases'] - s['errors']} cases pass every stage, "
+                 f"{share}.{errors} Tools {s['tool_pass']}/{s['cases'] - s['errors']}, "
+                 f"hit@{k} {s[f'hit_at_{k}']}, recall@{k} {s[f'recall_at_{k}']}, MRR {s['mrr']}, "
+                 f"mean faithfulness {'-' if faith is None else faith}.")
+    lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
+                                              if r["total"]) + ".")
+    failing = [r for r in report["rows"] if r["first_failure"]]
+    if failing:
+        lines.append("\nFirst failures:\n")
+        lines += [f"- `{r['id']}` **{r['first_failure']}**: {failure_reason(r)}" for r in failing]
+    t, lat = s["tokens"], s["latency"]
+    cost = "not reported by the providers" if s["cost"] is None else f"{s['cost']}"
+    lines.append(f"\nTokens: agent {t['agent_in']} in / {t['agent_out']} out; judge {t['judge_in']} in / "
+                 f"{t['judge_out']} out. Cost: {cost}.")
+    lines.append(f"Latency: agent run p50 {seconds(lat['agent_p50_s'])}, p95 {seconds(lat['agent_p95_s'])}; "
+                 f"judge metric p50 {seconds(lat['judge_p50_s'])}, p95 {seconds(lat['judge_p95_s'])}.")
+    key = report["key"]
+    lines.append(f"\nModel {key['model']}, embedder {key['embedder']}, judge {key['judge']}"
+                 f"{' (offline backends)' if key.get('offline') else ''}; cases {key['cases']}.")
+    return "\n".join(lines)

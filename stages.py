@@ -1,0 +1,127 @@
+"""Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
+the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
+from typing import Optional
+
+from stats import percentile, rate
+
+THRESHOLD = 0.7
+STAGES = ["tools", "retrieval", "faithfulness", "contextual_recall", "answer_relevancy"]
+JUDGED = ["faithfulness", "contextual_precision", "contextual_recall", "answer_relevancy"]
+
+
+def retrieval_scores(retrieved: list[str], expected: list[str]) -> Optional[dict]:
+    """hit@k, recall@k and reciprocal rank of the expected pages; None when the case expects no search."""
+    if not expected:
+        return None
+    ranked = list(dict.fromkeys(retrieved))  # two searches can return a page twice; rank it once
+    ranks = sorted(ranked.index(page) + 1 for page in set(expected) if page in ranked)
+    return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
+            "reciprocal_rank": 1 / ranks[0] if ranks else 0.0,
+            "missed": sorted(set(expected) - set(ranked))}
+
+
+def argument_errors(calls: list[dict], expected_args: dict[str, dict]) -> list[str]:
+    """For each tool with stated arguments, some call to it must carry them all. Extra calls to the same
+    tool with other arguments are not held against it: searching twice is legitimate."""
+    errors = []
+    for tool, wanted in expected_args.items():
+        made = [c["args"] for c in calls if c["name"] == tool]
+        if not made or any(all(args.get(k) == v for k, v in wanted.items()) for args in made):
+            continue  # a missing call is the tool check's failure, not an argument's
+        for name, value in wanted.items():
+            got = [args.get(name, "(none)") for args in made]
+            if value not in got:
+                errors.append(f"{tool}.{name}: expected {value!r}, got {', '.join(map(repr, got))}")
+    return errors
+
+
+def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expected_args: Optional[dict] = None) -> dict:
+    """DeepEval's tool-correctness score, failed also by a call the case did not expect or wrong arguments."""
+    unexpected = [c["name"] for c in calls if c["name"] not in expected]
+    missing = [name for name in expected if name not in {c["name"] for c in calls}]
+    wrong_args = argument_errors(calls, expected_args or {})
+    return {"score": deepeval["score"], "reason": deepeval["reason"], "unexpected": unexpected,
+            "missing": missing, "wrong_args": wrong_args,
+            "pass": deepeval["score"] == 1.0 and not unexpected and not wrong_args}
+
+
+def passes(score: Optional[float]) -> bool:
+    return score is not None and score >= THRESHOLD
+
+
+def stage_results(row: dict) -> dict[str, bool]:
+    """Pass or fail of every stage the row has; a stage that does not apply is absent."""
+    results = {}
+    if row.get("tools") is not None:
+        results["tools"] = row["tools"]["pass"]
+    if row.get("retrieval") is not None:
+        results["retrieval"] = row["retrieval"]["recall"] == 1.0
+    for name, verdict in row.get("judged", {}).items():
+        results[name] = passes(verdict["score"])
+    return results
+
+
+def first_failure(row: dict) -> Optional[str]:
+    """The earliest failing stage in STAGES order, or 'error' when a call never completed; contextual
+    precision reports but never gates."""
+    if row.get("error"):
+        return "error"
+    results = stage_results(row)
+    return next((stage for stage in STAGES if results.get(stage) is False), None)
+
+
+def failure_reason(row: dict) -> str:
+    """One line on why the first failing stage failed, for the report's notes."""
+    stage = row["first_failure"]
+    if stage == "error":
+        return row["error"]
+    if stage == "tools":
+        t = row["tools"]
+        parts = ([f"missing {', '.join(t['missing'])}"] if t["missing"] else []) + \
+                ([f"unexpected {', '.join(t['unexpected'])}"] if t["unexpected"] else []) + \
+                [f"wrong argument {e}" for e in t.get("wrong_args", [])]
+        return "; ".join(parts) or t["reason"] or "tool calls differ from the expected ones"
+    if stage == "retrieval":
+        return (f"missed {', '.join(row['retrieval']['missed'])}; retrieved "
+                f"{', '.join(row['retrieved']) or 'nothing'}")
+    return row["judged"][stage]["reason"] or f"score {row['judged'][stage]['score']}"
+
+
+def mean(values: list[float]) -> Optional[float]:
+    return round(sum(values) / len(values), 3) if values else None
+
+
+def rounded(value: Optional[float]) -> Optional[float]:
+    return None if value is None else round(value, 3)
+
+
+def summarize(rows: list[dict], k: int) -> dict:
+    """Counts, means, pass rates with Wilson intervals, tokens, cost and latency of one run."""
+    scored = [r for r in rows if r["first_failure"] != "error"]
+    ranked = [r["retrieval"] for r in scored if r.get("retrieval")]
+    judged = [v for r in rows for v in r.get("judged", {}).values()]
+    results = [stage_results(r) for r in scored]
+    stage_rates = {}
+    for stage in STAGES:
+        outcomes = [res[stage] for res in results if stage in res]
+        stage_rates[stage] = rate(sum(outcomes), len(outcomes))
+    first = [r["first_failure"] for r in scored if r["first_failure"]]
+    costs = [v["cost"] for v in judged if v.get("cost") is not None]
+    agent_s = [r["agent_s"] for r in rows if r.get("agent_s") is not None]
+    judge_s = [v["judge_s"] for v in judged if v.get("judge_s") is not None]
+    return {"cases": len(rows), "errors": len(rows) - len(scored), "passed": len(scored) - len(first),
+            "pass_rate": rate(len(scored) - len(first), len(scored)), "stages": stage_rates,
+            "tool_pass": sum(r["tools"]["pass"] for r in scored),
+            f"hit_at_{k}": f"{sum(r['hit'] for r in ranked)}/{len(ranked)}",
+            f"recall_at_{k}": mean([r["recall"] for r in ranked]),
+            "mrr": mean([r["reciprocal_rank"] for r in ranked]),
+            **{f"mean_{m}": mean([r["judged"][m]["score"] for r in scored
+                                  if r["judged"].get(m, {}).get("score") is not None]) for m in JUDGED},
+            "first_failures": {s: first.count(s) for s in STAGES if s in first},
+            "tokens": {"agent_in": sum(r.get("usage", {}).get("input_tokens", 0) for r in rows),
+                       "agent_out": sum(r.get("usage", {}).get("output_tokens", 0) for r in rows),
+                       "judge_in": sum(v.get("tokens_in") or 0 for v in judged),
+                       "judge_out": sum(v.get("tokens_out") or 0 for v in judged)},
+            "cost": round(sum(costs), 6) if costs else None,
+            "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
+                        for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}}
