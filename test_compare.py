@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from scipy import stats as scipy_stats
 
 import compare
+import stats
 from conftest import copy_project
 
 HERE = Path(__file__).parent
@@ -184,3 +186,36 @@ def test_a_json_file_that_is_not_a_report_exits_2_naming_it(capsys):
     calibration = str(HERE / "runs" / "calibration.json")
     code, _, err = run_compare(capsys, str(BUNDLED), calibration)
     assert code == 2 and err.startswith(f"compare.py: {calibration}: not an evaluation report")
+
+
+# ---- the exact McNemar test (stats.mcnemar_exact) -------------------------------------------------------
+
+# zeros on either side, ties, one-sided changes around the 5% line, and large or lopsided n
+MCNEMAR_GRID = [(0, 1), (1, 0), (1, 1), (2, 0), (0, 2), (3, 3), (7, 8), (0, 5), (0, 6), (6, 0), (1, 7), (2, 9),
+                (3, 40), (40, 3), (12, 30), (50, 50), (500, 620), (1000, 0)]
+
+
+@pytest.mark.parametrize("b, c", MCNEMAR_GRID)
+def test_mcnemar_p_value_equals_scipys_two_sided_binomial_test(b, c):
+    expected = scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue
+    assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_mcnemar_p_value_is_1_when_no_case_changed_outcome():
+    assert stats.mcnemar_exact(0, 0) == 1.0  # scipy refuses n = 0; nothing changed is no evidence at all
+
+
+def test_mcnemar_p_value_is_symmetric_and_exact_at_the_5_percent_line():
+    # all changes one way: 5 of them are not enough (2/32), 6 are (2/64)
+    assert stats.mcnemar_exact(0, 5) == stats.mcnemar_exact(5, 0) == 0.0625
+    assert stats.mcnemar_exact(0, 6) == 0.03125
+
+
+def test_mcnemar_refuses_negative_counts():
+    with pytest.raises(ValueError):
+        stats.mcnemar_exact(-1, 3)
+
+
+def test_rate_text_rounds_the_exact_rate_once():
+    # the stored bounds are 0.095 and 0.905; rounding those again would print 10%-90%
+    assert stats.rate_text(stats.rate(1, 2)) == "1/2 = 50% (95% CI 9%-91%)"
