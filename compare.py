@@ -1,19 +1,25 @@
 """Diff two saved reports case by case: which cases run B fixed, broke, or moved to another failing stage.
 
-`python compare.py runs/A.json runs/B.json` refuses runs measured differently (cases, judge, embedder, k,
-faithfulness setting, threshold).
+`python compare.py runs/A.json runs/B.json [--html OUT]` refuses runs measured differently (cases, judge,
+embedder, k, faithfulness setting, threshold). The two runs are paired (the same cases), so whether B differs
+from A beyond noise is an exact McNemar test on the cases that changed outcome, overall and per stage.
 """
 import argparse
 import sys
+from html import escape
+from pathlib import Path
 from typing import Optional
 
-from cassette import read_json
+from cassette import read_json, write_atomic
+from html_report import CSS
 from stages import STAGES, failure_reason, stage_results
-from stats import rate, rate_text
+from stats import mcnemar_exact, rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
 MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness")
 ERROR = "error"
+ALPHA = 0.05
+NOISE = "not distinguishable from noise at 5%"
 
 
 class CompareError(Exception):
@@ -80,12 +86,16 @@ def stage_rate(report: dict, stage: str) -> dict:
     return rate(sum(measured), len(measured))
 
 
-def run_line(label: str, path: str, report: dict) -> str:
-    """One run's pass rate; as in evaluate's summary, errored cases are not scored."""
+def overall_rate(report: dict) -> dict:
+    """The share of cases passing every stage; as in evaluate's summary, errored cases are not scored."""
     scored = [r for r in report["rows"] if not errored(r)]
-    errors = len(report["rows"]) - len(scored)
-    return (f"{label}: {path}  model {report['key'].get('model', 'none')}  pass "
-            f"{rate_text(rate(sum(passed(r) for r in scored), len(scored)))}"
+    return rate(sum(passed(r) for r in scored), len(scored))
+
+
+def run_line(label: str, path: str, report: dict) -> str:
+    """One run's pass rate, and how many of its cases errored."""
+    errors = sum(errored(r) for r in report["rows"])
+    return (f"{label}: {path}  model {report['key'].get('model', 'none')}  pass {rate_text(overall_rate(report))}"
             + (f", {errors} errored (not scored)" if errors else ""))
 
 
@@ -93,10 +103,62 @@ def ids(rows_or_ids: list) -> str:
     return ", ".join(r if isinstance(r, str) else r["id"] for r in rows_or_ids)
 
 
+def paired_test(rows_a: list[dict], rows_b: list[dict], stage: Optional[str] = None) -> dict:
+    """The exact McNemar test on the cases both runs scored: overall (passes every stage) or for one stage.
+
+    A case is paired when it is in both runs and errored in neither; for a stage, also only when both runs
+    measured that stage. `broken` passed in A and failed in B, `fixed` the reverse; the cases that kept
+    their outcome say nothing about which run is better and only count in `paired`."""
+    by_id_b = {r["id"]: r for r in rows_b}
+    outcomes = []
+    for a in rows_a:
+        b = by_id_b.get(a["id"])
+        if b is None or errored(a) or errored(b):
+            continue
+        pass_a, pass_b = (passed(a), passed(b)) if stage is None else (stage_passes(a, stage), stage_passes(b, stage))
+        if pass_a is not None and pass_b is not None:
+            outcomes.append((pass_a, pass_b))
+    broken = sum(1 for pass_a, pass_b in outcomes if pass_a and not pass_b)
+    fixed = sum(1 for pass_a, pass_b in outcomes if pass_b and not pass_a)
+    return {"fixed": fixed, "broken": broken, "paired": len(outcomes), "p": mcnemar_exact(broken, fixed)}
+
+
+def verdict(test: dict) -> str:
+    """'B is better' or 'B is worse' when p < 5%, else that the difference is not distinguishable from noise."""
+    if test["p"] < ALPHA:
+        return f"B is {'better' if test['fixed'] > test['broken'] else 'worse'} (significant at 5%)"
+    return NOISE
+
+
+def p_text(p: float) -> str:
+    """p to two significant digits, or as many more as it takes not to round across the 5% line."""
+    for digits in range(2, 18):
+        shown = f"{p:.{digits}g}"
+        if (float(shown) < ALPHA) == (p < ALPHA):
+            return shown
+    return repr(p)
+
+
+def paired_text(test: dict) -> str:
+    """'2 fixed, 0 broken of 10 paired cases; exact McNemar p = 0.5: not distinguishable from noise at 5%'."""
+    return (f"{test['fixed']} fixed, {test['broken']} broken of {test['paired']} paired "
+            f"case{'' if test['paired'] == 1 else 's'}; exact McNemar p = {p_text(test['p'])}: {verdict(test)}")
+
+
+def comparison(report_a: dict, report_b: dict) -> dict:
+    """Everything both renderings show: the case diff, the paired tests and the per-stage pass rates."""
+    rows_a, rows_b = report_a["rows"], report_b["rows"]
+    return {"diff": diff_cases(rows_a, rows_b), "overall": paired_test(rows_a, rows_b),
+            "stages": {stage: {"a": stage_rate(report_a, stage), "b": stage_rate(report_b, stage),
+                               "test": paired_test(rows_a, rows_b, stage)} for stage in STAGES}}
+
+
 def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
     """The whole comparison as text."""
-    d = diff_cases(report_a["rows"], report_b["rows"])
+    c = comparison(report_a, report_b)
+    d = c["diff"]
     lines = [run_line("A", path_a, report_a), run_line("B", path_b, report_b),
+             f"overall: {paired_text(c['overall'])}",
              f"fixed by B ({len(d['fixed'])}): {ids([a for a, _ in d['fixed']])}".rstrip()]
     lines += [f"  {a['id']}: was {a['first_failure']} in A: {reason(a)}" for a, _ in d["fixed"]]
     lines.append(f"broken by B ({len(d['broken'])}): {ids([b for _, b in d['broken']])}".rstrip())
@@ -113,15 +175,82 @@ def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
             lines.append(f"only in {side} ({len(d[f'only_{side.lower()}'])}): {ids(d[f'only_{side.lower()}'])}")
     lines.append("per stage pass rate (A -> B):")
     width = max(len(s) for s in STAGES)
-    lines += [f"  {stage:<{width}}  {rate_text(stage_rate(report_a, stage))} -> "
-              f"{rate_text(stage_rate(report_b, stage))}" for stage in STAGES]
+    lines += [f"  {stage:<{width}}  {rate_text(s['a'])} -> {rate_text(s['b'])}" for stage, s in c["stages"].items()]
+    lines.append("per stage, paired (both runs measured the stage, neither errored):")
+    lines += [f"  {stage + ':':<{width + 1}} {paired_text(s['test'])}" for stage, s in c["stages"].items()]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _e(value) -> str:
+    return escape(str(value), quote=True)
+
+
+def _verdict_class(test: dict) -> str:
+    """html_report's cell colours: better is pass, worse is fail, noise is neutral."""
+    if test["p"] >= ALPHA:
+        return "neutral"
+    return "pass" if test["fixed"] > test["broken"] else "fail"
+
+
+def _case_list(title: str, items: list[tuple[str, str]]) -> str:
+    """One titled list of (case id, what to say about it); the title carries the count."""
+    listed = "".join(f"<li><code>{_e(cid)}</code>: {_e(text)}</li>" for cid, text in items)
+    return f"<h2>{_e(title)} ({len(items)})</h2>" + (f"<ul>{listed}</ul>" if listed else "<p>none</p>")
+
+
+def html_page(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
+    """The comparison as one self-contained HTML page: inline CSS (html_report's), nothing from the network,
+    every value escaped."""
+    c = comparison(report_a, report_b)
+    d, overall = c["diff"], c["overall"]
+    runs = "".join(f"<li>{_e(run_line(label, path, report))}</li>"
+                   for label, path, report in (("A", path_a, report_a), ("B", path_b, report_b)))
+    head = ("<tr><th>stage</th><th>A</th><th>B</th><th>fixed</th><th>broken</th><th>paired</th>"
+            "<th>exact McNemar p</th><th>verdict</th></tr>")
+
+    def paired_cells(test: dict) -> str:
+        return (f'<td class="num">{test["fixed"]}</td><td class="num">{test["broken"]}</td>'
+                f'<td class="num">{test["paired"]}</td><td class="num">{_e(p_text(test["p"]))}</td>'
+                f'<td class="{_verdict_class(test)}">{_e(verdict(test))}</td>')
+
+    rows = [f'<tr data-stage="{_e(stage)}"><td>{_e(label)}</td><td>{_e(rate_text(rate_a))}</td>'
+            f'<td>{_e(rate_text(rate_b))}</td>{paired_cells(test)}</tr>'
+            for stage, label, rate_a, rate_b, test in
+            [("overall", "overall (every stage)", overall_rate(report_a), overall_rate(report_b), overall),
+             *((stage, stage, s["a"], s["b"], s["test"]) for stage, s in c["stages"].items())]]
+    sections = [
+        _case_list("fixed by B", [(a["id"], f"was {a['first_failure']} in A: {reason(a)}") for a, _ in d["fixed"]]),
+        _case_list("broken by B", [(b["id"], f"{b['first_failure']}: {reason(b)}") for _, b in d["broken"]]),
+        _case_list("changed stage", [(b["id"], f"{a['first_failure']} -> {b['first_failure']}: {reason(b)}")
+                                     for a, b in d["changed"]]),
+        _case_list("errored in A", [(r["id"], reason(r)) for r in d["errored_a"]]),
+        _case_list("errored in B", [(r["id"], reason(r)) for r in d["errored_b"]])]
+    sections += [_case_list(f"only in {side}", [(cid, "not in the other run") for cid in d[f"only_{side.lower()}"]])
+                 for side in ("A", "B") if d[f"only_{side.lower()}"]]
+    title = f"Comparison: {path_a} -> {path_b}"
+    return ("<!DOCTYPE html>\n"
+            f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+            f"<style>{CSS}</style></head><body><h1>{_e(title)}</h1><ul>{runs}</ul>"
+            f'<p id="verdict" class="{_verdict_class(overall)}">'
+            f"<strong>overall: {_e(paired_text(overall))}</strong></p>"
+            f"<p>Paired test: the exact McNemar test, two-sided, on the cases that changed outcome; a case is "
+            f"paired when both runs scored it (for a stage: both measured that stage) and neither errored.</p>"
+            f'<h2>Per stage (A &rarr; B)</h2><table id="stages"><thead>{head}</thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>{''.join(sections)}</body></html>\n")
+
+
+def write_error(e: OSError) -> str:
+    """Why a file could not be written, in a few words; a file where a folder should be is named."""
+    if isinstance(e, FileExistsError) and e.filename and Path(e.filename).is_file():
+        return f"{e.filename} is a file, not a folder"
+    return e.strerror or str(e)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", help="the baseline report, e.g. runs/rules.json")
     parser.add_argument("b", help="the report to compare with it")
+    parser.add_argument("--html", metavar="OUT", help="also write the comparison as one self-contained HTML page")
     args = parser.parse_args(argv)
     try:
         report_a, report_b = load_report(args.a), load_report(args.b)
@@ -132,7 +261,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     except CompareError as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
+    if args.html:
+        try:
+            write_atomic(Path(args.html), html_page(args.a, report_a, args.b, report_b))
+        except OSError as e:
+            print(f"compare.py: {args.html}: cannot write: {write_error(e)}", file=sys.stderr)
+            return 2
     print(render(args.a, report_a, args.b, report_b))
+    if args.html:
+        print(f"\nHTML written to {args.html}")
     return 0
 
 

@@ -7,8 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from scipy import stats as scipy_stats
 
 import compare
+import evaluate
+import stages
+import stats
 from conftest import copy_project
 
 HERE = Path(__file__).parent
@@ -184,3 +188,158 @@ def test_a_json_file_that_is_not_a_report_exits_2_naming_it(capsys):
     calibration = str(HERE / "runs" / "calibration+lexical.json")
     code, _, err = run_compare(capsys, str(BUNDLED), calibration)
     assert code == 2 and err.startswith(f"compare.py: {calibration}: not an evaluation report")
+
+
+# ---- the exact McNemar test (stats.mcnemar_exact) -------------------------------------------------------
+
+# zeros on either side, ties, one-sided changes around the 5% line, and large or lopsided n
+MCNEMAR_GRID = [(0, 1), (1, 0), (1, 1), (2, 0), (0, 2), (3, 3), (7, 8), (0, 5), (0, 6), (6, 0), (1, 7), (2, 9),
+                (3, 40), (40, 3), (12, 30), (50, 50), (500, 620), (1000, 0)]
+
+
+@pytest.mark.parametrize("b, c", MCNEMAR_GRID)
+def test_mcnemar_p_value_equals_scipys_two_sided_binomial_test(b, c):
+    expected = scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue
+    assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_mcnemar_p_value_is_1_when_no_case_changed_outcome():
+    assert stats.mcnemar_exact(0, 0) == 1.0  # scipy refuses n = 0; nothing changed is no evidence at all
+
+
+def test_mcnemar_p_value_is_symmetric_and_exact_at_the_5_percent_line():
+    # all changes one way: 5 of them are not enough (2/32), 6 are (2/64)
+    assert stats.mcnemar_exact(0, 5) == stats.mcnemar_exact(5, 0) == 0.0625
+    assert stats.mcnemar_exact(0, 6) == 0.03125
+
+
+def test_mcnemar_refuses_negative_counts():
+    with pytest.raises(ValueError):
+        stats.mcnemar_exact(-1, 3)
+
+
+def test_rate_text_rounds_the_exact_rate_once():
+    # the stored bounds are 0.095 and 0.905; rounding those again would print 10%-90%
+    assert stats.rate_text(stats.rate(1, 2)) == "1/2 = 50% (95% CI 9%-91%)"
+
+
+# ---- the paired test in compare.py: verdicts, pairing, the HTML page ------------------------------------
+
+DOC_CASES = ["backup", "two-laptops", "restore", "config-keys", "pipe-colors", "dry-run-import"]
+
+
+def failing_faithfulness(report: dict, case_ids: list[str], reason: str = "claim not in the context") -> dict:
+    """`report` with faithfulness failing for those cases, first failure recomputed as evaluate does."""
+    for case_id in case_ids:
+        r = row(report, case_id)
+        r["judged"]["faithfulness"].update(score=0.0, reason=reason)
+        r["first_failure"] = stages.first_failure(r)
+        assert r["first_failure"] == "faithfulness"
+    return report
+
+
+def stage_line(out: str, stage: str) -> str:
+    """The paired-test line for one stage, e.g. '  faithfulness:      0 fixed, 6 broken of 9 ...'."""
+    return next(line for line in out.splitlines() if line.lstrip().startswith(stage + ": ") and "McNemar" in line)
+
+
+def test_one_broken_case_of_ten_is_noise(capsys, tmp_path):
+    after = failing_faithfulness(bundled(), ["restore"])
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert ("overall: 0 fixed, 1 broken of 10 paired cases; exact McNemar p = 1: not distinguishable from noise "
+            "at 5%") in out.splitlines()
+
+
+def test_six_broken_cases_and_none_fixed_make_b_worse(capsys, tmp_path):
+    after = failing_faithfulness(bundled(), DOC_CASES)
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert ("overall: 0 fixed, 6 broken of 10 paired cases; exact McNemar p = 0.031: B is worse (significant at "
+            "5%)") in out.splitlines()
+    assert stage_line(out, "faithfulness").endswith("0 fixed, 6 broken of 9 paired cases; exact McNemar "
+                                                    "p = 0.031: B is worse (significant at 5%)")
+    assert stage_line(out, "tools").endswith("not distinguishable from noise at 5%")
+
+
+def test_six_fixed_cases_and_none_broken_make_b_better(capsys, tmp_path):
+    before = failing_faithfulness(bundled(), DOC_CASES)
+    _, out, _ = run_compare(capsys, saved(tmp_path, "a.json", before), str(BUNDLED))
+    assert "overall: 6 fixed, 0 broken of 10 paired cases; exact McNemar p = 0.031: B is better (significant at " \
+           "5%)" in out.splitlines()
+
+
+def test_five_changes_all_one_way_are_still_noise_on_ten_cases(capsys, tmp_path):
+    after = failing_faithfulness(bundled(), DOC_CASES[:5])
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert "overall: 0 fixed, 5 broken of 10 paired cases; exact McNemar p = 0.062: not distinguishable from " \
+           "noise at 5%" in out.splitlines()
+
+
+def test_a_p_value_just_under_5_percent_is_not_shown_as_5_percent():
+    assert compare.p_text(0.0496) == "0.0496" and compare.p_text(0.0504) == "0.05"
+
+
+def test_per_stage_pairing_skips_errored_rows_and_unmeasured_stages(tmp_path):
+    before, after = bundled(), failing_faithfulness(bundled(), ["backup", "restore"])
+    # errored in B: its faithfulness failure would otherwise count as broken
+    row(after, "restore").update(first_failure="error", error="TimeoutError: judge did not answer")
+    # measured in B only: retrieval fails there, but A never measured it, so the case is not paired for it
+    row(before, "two-laptops")["retrieval"] = None
+    row(after, "two-laptops")["retrieval"].update(recall=0.0, hit=False, missed=["sync"])
+    row(after, "two-laptops")["first_failure"] = stages.first_failure(row(after, "two-laptops"))
+    assert compare.paired_test(before["rows"], after["rows"], "faithfulness") == \
+        {"fixed": 0, "broken": 1, "paired": 8, "p": 1.0}
+    assert compare.paired_test(before["rows"], after["rows"], "retrieval") == \
+        {"fixed": 0, "broken": 0, "paired": 5, "p": 1.0}
+    assert compare.paired_test(before["rows"], after["rows"]) == {"fixed": 0, "broken": 2, "paired": 9, "p": 0.5}
+
+
+def test_the_paired_lines_count_only_cases_both_runs_measured(capsys, tmp_path):
+    after = bundled()
+    row(after, "restore").update(first_failure="error", error="TimeoutError: judge did not answer")
+    _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert "of 6 paired cases" in stage_line(out, "retrieval")  # 7 with retrieval, less the errored one
+    assert "of 9 paired cases" in stage_line(out, "tools")
+
+
+# ---- --html ---------------------------------------------------------------------------------------------
+
+MALICIOUS = "<script>alert('x')</script>"
+
+
+def test_html_page_holds_the_verdict_and_escapes_every_value(capsys, tmp_path):
+    before, after = bundled(), failing_faithfulness(bundled(), DOC_CASES, reason="<img src=x onerror=alert(1)>")
+    for report in (before, after):
+        row(report, "restore")["id"] = MALICIOUS
+    out_path = tmp_path / "diff.html"
+    code = compare.main([saved(tmp_path, "a.json", before), saved(tmp_path, "b.json", after), "--html", str(out_path)])
+    out, err = capsys.readouterr()
+    page = out_path.read_text()
+    assert code == 0 and err == "" and f"HTML written to {out_path}" in out
+    assert "B is worse (significant at 5%)" in page and "0 fixed, 6 broken of 10 paired cases" in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page and "<script" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
+    assert "http://" not in page and "https://" not in page and "<link" not in page
+
+
+def test_html_page_has_a_row_per_stage_with_its_counts(capsys, tmp_path):
+    after = failing_faithfulness(bundled(), DOC_CASES)
+    out_path = tmp_path / "diff.html"
+    compare.main([str(BUNDLED), saved(tmp_path, "b.json", after), "--html", str(out_path)])
+    page = out_path.read_text()
+    for stage in ["overall", *stages.STAGES]:
+        assert f'<tr data-stage="{stage}">' in page
+    faithfulness = page.split('<tr data-stage="faithfulness">')[1].split("</tr>")[0]
+    assert ('<td class="num">0</td><td class="num">6</td><td class="num">9</td><td class="num">0.031</td>'
+            '<td class="fail">B is worse (significant at 5%)</td>') in faithfulness
+
+
+@pytest.mark.parametrize("where", ["a folder", "under a file"])
+def test_an_unwritable_html_path_exits_2_with_one_line(capsys, tmp_path, where):
+    (tmp_path / "taken.html").mkdir()
+    (tmp_path / "plain").write_text("")
+    out_path = tmp_path / ("taken.html" if where == "a folder" else "plain/diff.html")
+    code = compare.main([str(BUNDLED), str(BUNDLED), "--html", str(out_path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"compare.py: {out_path}: cannot write: ") and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain", "taken.html"]  # no temp file left behind
