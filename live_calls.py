@@ -4,11 +4,14 @@ Nothing here knows about cases or metrics; evaluate.py and calibrate.py hand it 
 """
 import os
 import random
+import re
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Iterator, Optional
 
 MAX_ATTEMPTS = 5
 FIRST_DELAY = 1.0
@@ -52,27 +55,96 @@ def status_of(error: BaseException) -> Optional[int]:
     return None
 
 
-def is_transient(error: BaseException) -> bool:
-    """Rate limits, 5xx, timeouts and dropped connections, anywhere in the exception's chain."""
+def causes(error: Optional[BaseException]) -> Iterator[BaseException]:
+    """The exception, then what caused it, and so on: SDKs wrap the HTTP error in their own."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))
-        if isinstance(error, (TimeoutError, ConnectionError)) or status_of(error) in TRANSIENT_STATUS:
-            return True
-        if any(name in type(error).__name__ for name in TRANSIENT_NAMES):
-            return True
+        yield error
         error = error.__cause__ or error.__context__
+
+
+def is_transient(error: BaseException) -> bool:
+    """Rate limits, 5xx, timeouts and dropped connections, anywhere in the exception's chain."""
+    for cause in causes(error):
+        if isinstance(cause, (TimeoutError, ConnectionError)) or status_of(cause) in TRANSIENT_STATUS:
+            return True
+        if any(name in type(cause).__name__ for name in TRANSIENT_NAMES):
+            return True
     return False
 
 
+def _seconds(value: Any) -> Optional[float]:
+    """A Retry-After value: delay seconds, or an HTTP date (seconds from now)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+_RETRY_DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def _retry_info(details: Any) -> Optional[float]:
+    """Google's RetryInfo in an error body: {"error": {"details": [{"@type": ".../google.rpc.RetryInfo",
+    "retryDelay": "37s"}]}}; google-genai keeps that body on `error.details`."""
+    body = details.get("error", details) if isinstance(details, dict) else None
+    for item in (body or {}).get("details") or []:
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            found = _RETRY_DELAY.match(str(item.get("retryDelay", "")))
+            if found:
+                return float(found.group(1))
+    return None
+
+
+def retry_after(error: BaseException) -> Optional[float]:
+    """Seconds the server asked to wait before another attempt, or None: a Retry-After header on the HTTP
+    response an error carries (google-genai keeps it on `error.response`, under the SDK's own wrapper), else
+    Google's RetryInfo delay in the error body."""
+    for cause in causes(error):
+        headers = getattr(getattr(cause, "response", None), "headers", None)
+        if headers is not None and hasattr(headers, "get"):
+            seconds = _seconds(headers.get("retry-after") or headers.get("Retry-After"))
+            if seconds is not None:
+                return seconds
+        seconds = _retry_info(getattr(cause, "details", None))
+        if seconds is not None:
+            return seconds
+    return None
+
+
+def api_error(error: BaseException) -> Optional[BaseException]:
+    """The Google API error (google-genai's APIError: an int `code`, a `status` and a `message`) in the chain."""
+    return next((c for c in causes(error) if isinstance(getattr(c, "code", None), int)
+                 and isinstance(getattr(c, "status", None), str) and isinstance(getattr(c, "message", None), str)),
+                None)
+
+
 def one_line(error: BaseException) -> str:
-    text = (str(error).strip().splitlines() or [""])[0]
+    """The error's type and first line; a Google API error as its code, status and message rather than the
+    whole JSON body its text repeats."""
+    api = api_error(error)
+    if api is not None:
+        text = " ".join(f"{api.code} {api.status}: {api.message}".split())
+    else:
+        text = (str(error).strip().splitlines() or [""])[0]
     return f"{type(error).__name__}: {text}"[:300]
 
 
 def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None]) -> Any:
     """Call, retrying transient failures with exponential backoff and jitter, within MAX_ATTEMPTS and
-    MAX_TOTAL_WAIT seconds of waiting; every retry is logged. Raises CallFailed when it gives up."""
+    MAX_TOTAL_WAIT seconds of waiting; every retry is logged. A server's Retry-After is waited exactly, and
+    gives up at once when it is more than the budget has left. Raises CallFailed when it gives up."""
     waited = 0.0
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -82,11 +154,21 @@ def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None])
         except Exception as error:  # noqa: BLE001 - any SDK error is classified, then retried or reported
             if not is_transient(error):
                 raise CallFailed(f"{name}: {one_line(error)}") from error
-            delay = FIRST_DELAY * 2 ** (attempt - 1)
-            delay += random.uniform(0, delay / 2)
+            asked = retry_after(error)
+            if asked is None:
+                delay = FIRST_DELAY * 2 ** (attempt - 1)
+                delay += random.uniform(0, delay / 2)
+            else:
+                delay = asked
+            gave_up = f"gave up after {attempt} attempt{'s' if attempt > 1 else ''}"
+            if attempt < MAX_ATTEMPTS and asked is not None and waited + asked > MAX_TOTAL_WAIT:
+                raise CallFailed(f"{name}: {one_line(error)} (the server asked to retry after {asked:g}s, more "
+                                 f"than the {MAX_TOTAL_WAIT - waited:g}s left of the {MAX_TOTAL_WAIT:g}s "
+                                 f"retry budget: {gave_up})") from error
             if attempt == MAX_ATTEMPTS or waited + delay > MAX_TOTAL_WAIT:
-                raise CallFailed(f"{name}: {one_line(error)} (gave up after {attempt} attempts)") from error
-            log(f"retry {attempt}/{MAX_ATTEMPTS - 1} for {name} in {delay:.1f}s: {one_line(error)}")
+                raise CallFailed(f"{name}: {one_line(error)} ({gave_up})") from error
+            why = " (Retry-After)" if asked is not None else ""
+            log(f"retry {attempt}/{MAX_ATTEMPTS - 1} for {name} in {delay:.1f}s{why}: {one_line(error)}")
             sleep(delay)
             waited += delay
 

@@ -1,20 +1,56 @@
 """Which client serves a model name, and a check that it can be reached before any paid call is made.
 
-`gemini-*` goes to Google (langchain-google-genai, DeepEval's GeminiModel); `rules`, `hash` and `lexical`
-are the deterministic offline backends; any other name is a model on an Ollama server (OLLAMA_HOST).
+`gemini-*` goes to Google (langchain-google-genai, DeepEval's GeminiModel, at GOOGLE_GEMINI_BASE_URL when
+set); `rules`, `hash` and `lexical` are the deterministic offline backends; any other name is a model on an
+Ollama server (OLLAMA_HOST).
+
+Retries belong to live_calls.with_retries alone (at most 5 attempts, 60 s of waiting, Retry-After honoured),
+so every Gemini client is built with its own retries off: ChatGoogleGenerativeAI `max_retries=1` (one
+attempt: google-genai HttpRetryOptions(attempts=1)), google-genai clients with
+`HttpOptions(retry_options=HttpRetryOptions(attempts=1))`, and the judge's `generate` replaced, which drops
+the tenacity retry DeepEval wraps around GeminiModel.generate. Each attempt times out after CALL_TIMEOUT_S.
+A Gemini answer with nothing to use (blocked, no candidates, not the JSON its schema asks for) is raised as
+an UnusableAnswer naming the cause: not transient, so never retried.
 """
+import errno
 import json
+import logging
 import os
 import urllib.error
 import urllib.request
+from typing import Optional
 from urllib.parse import urlsplit
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
 KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
+GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
+CALL_TIMEOUT_S = 120.0  # one attempt of one model call; a timeout is retried like any transient failure
+PREFLIGHT_TIMEOUT_S = 8.0  # models.get is metadata: a healthy server answers at once
+# Finish reasons (google.genai.types.FinishReason) under which Gemini withholds the answer.
+WITHHELD = {"SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "SPII", "BLOCKLIST", "RECITATION", "LANGUAGE"}
+FOR_SAFETY = {"SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "SPII", "BLOCKLIST"}
 
 
 class ProviderError(Exception):
-    """A model that cannot be used as configured: a missing key or an unreachable server."""
+    """A model that cannot be used as configured: a missing or rejected key, an unreachable server, an
+    unknown model."""
+
+
+class UnusableAnswer(Exception):
+    """A model answer with nothing to use. Asking again gets the same answer, so it is not transient."""
+
+
+class BlockedResponse(UnusableAnswer):
+    """Gemini blocked the prompt or withheld the answer (safety, recitation...)."""
+
+
+class EmptyResponse(UnusableAnswer):
+    """Gemini answered with no candidates, or a candidate with nothing in it."""
+
+
+class InvalidJudgeAnswer(UnusableAnswer):
+    """The judge's answer is not valid JSON for the schema DeepEval asked for."""
 
 
 def is_gemini(name: str) -> bool:
@@ -32,11 +68,32 @@ def ollama_url() -> str:
     return f"{parts.scheme}://{parts.hostname}:{parts.port or 11434}"
 
 
-def google_api_key() -> str:
-    key = next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
-    if not key:
+def google_key() -> tuple[str, str]:
+    """The variable the Google API key comes from, and the key."""
+    variable = next((v for v in KEY_VARIABLES if os.environ.get(v)), None)
+    if not variable:
         raise ProviderError("set GOOGLE_API_KEY (or GEMINI_API_KEY) to record with a Gemini model")
-    return key
+    return variable, os.environ[variable]
+
+
+def google_api_key() -> str:
+    return google_key()[1]
+
+
+def gemini_url() -> tuple[str, Optional[str]]:
+    """Where google-genai sends requests, and the variable that said so (None for Google's own URL)."""
+    url = os.environ.get(GEMINI_URL_VARIABLE, "").strip()
+    return (url.rstrip("/"), GEMINI_URL_VARIABLE) if url else (GEMINI_DEFAULT_URL, None)
+
+
+def gemini_http_options(timeout_s: Optional[float] = None):
+    """google-genai options for one attempt per call: a timeout (default CALL_TIMEOUT_S), and no retries of
+    the SDK's own (attempts=1; leaving retry_options unset would also mean one attempt in google-genai 3.6,
+    but ChatGoogleGenerativeAI sets 6 unless told, and a default may change)."""
+    from google.genai import types
+
+    timeout_ms = int((timeout_s or CALL_TIMEOUT_S) * 1000)
+    return types.HttpOptions(timeout=timeout_ms, retry_options=types.HttpRetryOptions(attempts=1))
 
 
 def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
@@ -52,11 +109,58 @@ def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
                             "or set OLLAMA_HOST") from None
 
 
+def unreachable(error: BaseException, timeout_s: float) -> str:
+    """Why a request got no HTTP answer, in a few words."""
+    from live_calls import causes
+
+    for cause in causes(error):
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        if isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__:
+            return f"no answer within {timeout_s:g}s"
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def gemini_refusal(error, name: str, where: str, key_variable: str) -> str:
+    """One line for an HTTP error answered to models.get."""
+    answer = f"HTTP {error.code}{f' {error.status}' if error.status else ''}"
+    message = " ".join(str(error.message or "").split())[:200]
+    if error.code == 404:
+        return f"Gemini at {where} has no model {name!r} ({answer}: {message})"
+    key_problem = error.code in (401, 403) or "api key" in message.lower() or "API_KEY" in str(error.details)
+    if key_problem:
+        return f"Gemini at {where} rejected the API key in {key_variable} for model {name} ({answer}: {message})"
+    return f"Gemini at {where} answered {answer} for model {name}: {message}"
+
+
+def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> None:
+    """Ask for each model's metadata (google-genai models.get: GET /v1/models/NAME), one attempt with a short
+    timeout: an unreachable server, an unknown model or a rejected key fails here, before any paid call."""
+    timeout_s = timeout_s or PREFLIGHT_TIMEOUT_S
+    key_variable, key = google_key()
+    url, url_variable = gemini_url()
+    where = f"{url} ({url_variable})" if url_variable else url
+    from google import genai
+    from google.genai import errors
+
+    client = genai.Client(api_key=key, http_options=gemini_http_options(timeout_s))
+    for name in names:
+        try:
+            client.models.get(model=name)
+        except errors.APIError as e:
+            raise ProviderError(gemini_refusal(e, name, where, key_variable)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the transport raised, the user gets one line
+            raise ProviderError(f"cannot reach Gemini at {where} for model {name}: "
+                                f"{unreachable(e, timeout_s)}") from None
+
+
 def preflight(names: list[str]) -> None:
     """Fail before the first call when a named model cannot be reached; offline backends always can."""
     remote = [n for n in dict.fromkeys(names) if not is_offline(n)]
-    if any(is_gemini(n) for n in remote):
-        google_api_key()
+    gemini = [n for n in remote if is_gemini(n)]
+    if gemini:
+        gemini_preflight(gemini)
     local = [n for n in remote if not is_gemini(n)]
     if local:
         url = ollama_url()
@@ -72,8 +176,7 @@ def chat_model(name: str):
         from offline_agent import RulesChatModel
         return RulesChatModel()
     if is_gemini(name):
-        from langchain_google_genai import ChatGoogleGenerativeAI
-        return ChatGoogleGenerativeAI(model=name, temperature=0, google_api_key=google_api_key())
+        return gemini_chat(name)
     from langchain_ollama import ChatOllama
     return ChatOllama(model=name, temperature=0, reasoning=False, base_url=ollama_url())
 
@@ -84,8 +187,7 @@ def embedder(name: str):
         from offline_agent import HashEmbeddings
         return HashEmbeddings()
     if is_gemini(name):
-        from langchain_google_genai import GoogleGenerativeAIEmbeddings
-        return GoogleGenerativeAIEmbeddings(model=name, google_api_key=google_api_key())
+        return gemini_embedder(name)
     from langchain_ollama import OllamaEmbeddings
     return OllamaEmbeddings(model=name, base_url=ollama_url())
 
@@ -97,9 +199,154 @@ def judge_model(name: str):
         from lexical_judge import LexicalJudge
         return LexicalJudge()
     if is_gemini(name):
-        from deepeval.models import GeminiModel
-        return GeminiModel(model=name, api_key=google_api_key(), temperature=0)
+        return gemini_judge(name)
     return counting_ollama_judge(name)
+
+
+# ---- Gemini ----------------------------------------------------------------------------------------------
+
+def _name(value) -> Optional[str]:
+    """An enum's name as the API spells it (FinishReason.SAFETY -> 'SAFETY'); None stays None."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value)) or None
+
+
+def answer_problem(block_reason, candidates: int, finish_reason, has_answer: bool) -> Optional[UnusableAnswer]:
+    """Why a Gemini answer holds nothing to use, or None when it does."""
+    block, finish = _name(block_reason), _name(finish_reason)
+    if block and block != "BLOCKED_REASON_UNSPECIFIED":
+        why = " for safety" if block in FOR_SAFETY else ""
+        return BlockedResponse(f"Gemini blocked the prompt{why} (promptFeedback.blockReason {block}): no answer")
+    if finish in WITHHELD:
+        why = " for safety" if finish in FOR_SAFETY else ""
+        return BlockedResponse(f"Gemini withheld the answer{why} (finishReason {finish})")
+    if has_answer:
+        return None
+    if not candidates:
+        return EmptyResponse("Gemini returned no candidates: no answer and no block reason")
+    return EmptyResponse(f"Gemini returned an empty answer (finishReason {finish or 'none'})")
+
+
+def chat_result_problem(result) -> Optional[UnusableAnswer]:
+    """answer_problem for a LangChain ChatResult from ChatGoogleGenerativeAI, which turns a blocked or empty
+    response into an empty AIMessage (no candidates: one generation with no finish reason)."""
+    feedback = (result.llm_output or {}).get("prompt_feedback") or {}
+    for generation in result.generations:
+        message, info = generation.message, generation.generation_info or {}
+        block = feedback.get("block_reason") or (message.response_metadata.get("prompt_feedback") or {}).get(
+            "block_reason")
+        finish = info.get("finish_reason") or message.response_metadata.get("finish_reason")
+        has_answer = bool(message.tool_calls) or bool(message.text.strip())
+        problem = answer_problem(block, 1 if finish else 0, finish, has_answer)
+        if problem:
+            return problem
+    return None if result.generations else answer_problem(feedback.get("block_reason"), 0, None, False)
+
+
+def response_problem(response) -> Optional[UnusableAnswer]:
+    """answer_problem for a google-genai GenerateContentResponse."""
+    candidates = response.candidates or []
+    first = candidates[0] if candidates else None
+    parts = (first.content.parts or []) if first is not None and first.content is not None else []
+    has_answer = any(p.text or p.function_call for p in parts)
+    block = response.prompt_feedback.block_reason if response.prompt_feedback else None
+    return answer_problem(block, len(candidates), first.finish_reason if first else None, has_answer)
+
+
+class _EmptyResponseWarning(logging.Filter):
+    """ChatGoogleGenerativeAI logs a multi-line warning before handing back an empty message; the harness
+    raises a one-line error for it instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Gemini produced an empty response")
+
+
+_EMPTY_RESPONSE_WARNING = _EmptyResponseWarning()
+
+
+def gemini_chat(name: str):
+    """ChatGoogleGenerativeAI with one attempt per call (max_retries=1; 0 would mean the SDK's default of
+    5), a timeout, no streaming, and a blocked or empty answer raised instead of returned as empty."""
+    from langchain_google_genai import ChatGoogleGenerativeAI
+
+    logging.getLogger("langchain_google_genai.chat_models").addFilter(_EMPTY_RESPONSE_WARNING)
+
+    class GeminiChat(ChatGoogleGenerativeAI):
+        def _generate(self, *args, **kwargs):
+            result = super()._generate(*args, **kwargs)
+            problem = chat_result_problem(result)
+            if problem:
+                raise problem
+            return result
+
+        async def _agenerate(self, *args, **kwargs):
+            result = await super()._agenerate(*args, **kwargs)
+            problem = chat_result_problem(result)
+            if problem:
+                raise problem
+            return result
+
+    return GeminiChat(model=name, temperature=0, google_api_key=google_api_key(), max_retries=1,
+                      timeout=CALL_TIMEOUT_S, disable_streaming=True)
+
+
+def gemini_embedder(name: str):
+    """GoogleGenerativeAIEmbeddings, whose google-genai client is rebuilt with a timeout and one attempt: the
+    class takes neither (its own client makes one attempt today, but would wait forever for an answer)."""
+    from google import genai
+    from langchain_google_genai import GoogleGenerativeAIEmbeddings
+
+    key = google_api_key()
+    embeddings = GoogleGenerativeAIEmbeddings(model=name, google_api_key=key)
+    embeddings.client = genai.Client(api_key=key, http_options=gemini_http_options())
+    return embeddings
+
+
+def gemini_judge(name: str):
+    """DeepEval's GeminiModel with one google-genai client (timeout, one attempt) and its own `generate`:
+    DeepEval's is wrapped in a tenacity retry (and a per-attempt timeout thread), and returns None for a
+    blocked answer or JSON that does not fit the schema, which DeepEval reports only as 'invalid JSON'.
+    Returns the cost DeepEval computes from usageMetadata, with the token counts riding on it."""
+    from deepeval.models import GeminiModel
+
+    class GeminiJudge(GeminiModel):
+        def generate(self, prompt, schema=None, audio=None):
+            types = self._module.types
+            structured = {"response_mime_type": "application/json", "response_schema": schema} if schema else {}
+            config = types.GenerateContentConfig(safety_settings=self.model_safety_settings, **structured,
+                                                 **self._temperature_kwargs(), **self.generation_kwargs)
+            contents = self._prompt_contents(prompt, audio) if audio else prompt
+            response = self.model.models.generate_content(model=self.name, contents=contents, config=config)
+            problem = response_problem(response)
+            if problem:
+                raise problem
+            text, cost = response.text or "", self._token_cost(response)
+            if schema is None:
+                return text, cost
+            return parsed_answer(schema, text), cost
+
+        async def a_generate(self, prompt, schema=None, audio=None):
+            return self.generate(prompt, schema, audio)
+
+        def load_model(self):  # once, at construction (DeepEvalBaseLLM keeps it as self.model)
+            return self._build_client()
+
+    return GeminiJudge(model=name, api_key=google_api_key(), temperature=0, http_options=gemini_http_options())
+
+
+def parsed_answer(schema, text: str):
+    """The judge's text as the schema DeepEval asked for; InvalidJudgeAnswer, naming the first problem."""
+    from pydantic import ValidationError
+
+    try:
+        return schema.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the answer"
+        problem = f"{where}: {first.get('msg', 'invalid')}"
+    raise InvalidJudgeAnswer(f"the judge's answer is not valid JSON for DeepEval's {schema.__name__} schema "
+                             f"({problem})")
 
 
 def counting_ollama_judge(name: str):

@@ -1,0 +1,367 @@
+"""A stand-in Gemini API server on 127.0.0.1 for tests: the real REST API google-genai speaks, answered by the
+offline backends. Point the real clients at it with GOOGLE_GEMINI_BASE_URL.
+
+- `POST /v1/models/M:generateContent` with tools (ChatGoogleGenerativeAI in `create_agent`): the `rules` chat
+  model; its tool calls go out as `functionCall` parts and the agent's `functionResponse` parts come back in
+  as LangChain ToolMessages.
+- `POST /v1/models/M:generateContent` asking for JSON (`generationConfig.responseMimeType` /
+  `responseSchema`, DeepEval's GeminiModel): the `lexical` judge's handlers, chosen by the schema's title
+  (else its property names) and the labelled sections of DeepEval's prompt, as ollama_standin does; never by
+  case content.
+- `POST :batchEmbedContents` / `:embedContent`: the `hash` embedder.
+- `GET /v1/models/M`: the model's metadata (google-genai `models.get`), 404 for a model it does not serve.
+
+`usageMetadata` carries the offline backends' own counts, so tokens match an offline run. A key in
+`reject_keys` is refused as Google refuses a bad key (400 INVALID_ARGUMENT, "API key not valid"); no key at
+all is refused with 403. `faults` makes a model misbehave for requests whose last user text contains a
+marker (see Fault). `serve()` starts it; `StandIn.requests` logs every request answered.
+"""
+import importlib
+import json
+import re
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable, Iterator, Mapping, Optional
+from urllib.parse import parse_qs, urlsplit
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+import lexical_judge
+from offline_agent import HashEmbeddings, RulesChatModel
+from ollama_standin import judge_kind
+from words import words
+
+PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
+# Without a schema title (a client may drop it), the one property DeepEval's schema has names the request.
+BY_PROPERTY = {"truths": "Truths", "claims": "Claims", "statements": "Statements", "verdicts": "Verdicts"}
+# A reason's schema has only `reason`: the prompt's score line says which metric asks.
+REASON_BY_SCORE = {"Faithfulness Score:": "FaithfulnessScoreReason",
+                   "Answer Relevancy Score:": "AnswerRelevancyScoreReason",
+                   "Contextual Recall Score:": "ContextualRecallScoreReason",
+                   "Contextual Precision Score:": "ContextualPrecisionScoreReason"}
+STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
+          500: "INTERNAL", 503: "UNAVAILABLE"}
+MESSAGES = {429: "Resource has been exhausted (e.g. check quota).",
+            500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+            503: "The model is overloaded. Please try again later."}
+KINDS = ("429", "500", "503", "blocked", "safety", "no-candidates", "bad-json")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """How a model misbehaves: `kind` is "429" (with a Retry-After header of `retry_after` seconds), "500",
+    "503", "blocked" (promptFeedback.blockReason SAFETY, no candidates), "safety" (a candidate with
+    finishReason SAFETY and no content), "no-candidates" (neither candidates nor a block reason) or
+    "bad-json" (a judge answer cut off mid-JSON). The HTTP faults apply to every endpoint, the others to
+    generateContent. `times`: only the first N matching requests; None: all of them."""
+    kind: str
+    times: Optional[int] = None
+    retry_after: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown fault {self.kind!r}; valid: {', '.join(KINDS)}")
+
+
+class StandIn:
+    """A running stand-in: its `url`, and a log of every request it answered (method, path, status, model,
+    kind: get / chat / judge / embed / unknown-model / rejected-key, the fault and marker it met, and for an
+    answer the usageMetadata `tokens` sent, in and out)."""
+
+    def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str]):
+        self.models = list(models)
+        self.faults = {model: dict(by_marker) for model, by_marker in faults.items()}
+        self.reject_keys = set(reject_keys)
+        self.requests: list[dict] = []
+        self.fired: dict[tuple[str, str], int] = {}
+        self.lock = threading.Lock()
+        self.chat, self.embedder = RulesChatModel(), HashEmbeddings()
+        self.url = ""
+
+    def log(self, **record) -> None:
+        with self.lock:
+            self.requests.append(record)
+
+    def count(self, **match) -> int:
+        """Requests whose log record has every given field equal to the given value."""
+        with self.lock:
+            return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
+
+    def fault_for(self, model: str, text: str) -> tuple[Optional[Fault], str]:
+        """The fault this request triggers, if any, with its marker; counts it against `times`."""
+        for marker, fault in self.faults.get(model, {}).items():
+            if marker in text:
+                with self.lock:
+                    fired = self.fired.get((model, marker), 0)
+                    if fault.times is not None and fired >= fault.times:
+                        return None, marker
+                    self.fired[(model, marker)] = fired + 1
+                return fault, marker
+        return None, ""
+
+
+def is_embedder(name: str) -> bool:
+    return "embed" in name
+
+
+def metadata(name: str) -> dict:
+    """What GET /v1/models/NAME answers, in the shape of Google's Model resource."""
+    methods = ["embedContent", "batchEmbedContents"] if is_embedder(name) else ["generateContent", "countTokens"]
+    return {"name": f"models/{name}", "baseModelId": name, "version": "001", "displayName": f"{name} (stand-in)",
+            "description": "A stand-in model answering through the offline backends.",
+            "inputTokenLimit": 1048576, "outputTokenLimit": 65536 if not is_embedder(name) else 1,
+            "supportedGenerationMethods": methods}
+
+
+def error_body(code: int, message: str, details: Optional[list] = None) -> dict:
+    error = {"code": code, "message": message, "status": STATUS.get(code, "UNKNOWN")}
+    if details:
+        error["details"] = details
+    return {"error": error}
+
+
+def texts_of(content: dict) -> list[str]:
+    return [p["text"] for p in content.get("parts") or [] if isinstance(p.get("text"), str)]
+
+
+def last_user_text(contents: list[dict]) -> str:
+    """The text of the last user turn that has text (a turn carrying function responses has none)."""
+    for content in reversed(contents):
+        if content.get("role", "user") == "user" and texts_of(content):
+            return "\n".join(texts_of(content))
+    return ""
+
+
+def tool_output(response: Any) -> str:
+    """A functionResponse's `response` as the tool's own output: ChatGoogleGenerativeAI sends a JSON object
+    output as is and wraps anything else as {"output": ...}."""
+    if isinstance(response, dict) and set(response) == {"output"}:
+        output = response["output"]
+        return output if isinstance(output, str) else json.dumps(output)
+    return json.dumps(response)
+
+
+def to_langchain(body: dict) -> list[BaseMessage]:
+    """A generateContent request as LangChain messages: systemInstruction, user text, the model's
+    functionCall parts as tool calls, and the functionResponse parts as ToolMessages paired with them."""
+    out: list[BaseMessage] = []
+    system = texts_of(body.get("systemInstruction") or {})
+    if system:
+        out.append(SystemMessage("\n".join(system)))
+    pending: list[dict] = []
+    for content in body.get("contents") or []:
+        role, parts = content.get("role", "user"), content.get("parts") or []
+        text = "".join(texts_of(content))
+        if role == "model":
+            calls = [{"name": p["functionCall"]["name"], "args": p["functionCall"].get("args") or {},
+                      "id": f"call_{len(out)}_{i}", "type": "tool_call"}
+                     for i, p in enumerate(x for x in parts if "functionCall" in x)]
+            out.append(AIMessage(text, tool_calls=calls))
+            pending = list(calls)
+            continue
+        if role != "user":
+            raise ValueError(f"unsupported content role {role!r}")
+        for part in parts:
+            if "functionResponse" in part:
+                result = part["functionResponse"]
+                match = next((c for c in pending if c["name"] == result.get("name")), None)
+                if match:
+                    pending.remove(match)
+                out.append(ToolMessage(tool_output(result.get("response")), name=result.get("name"),
+                                       tool_call_id=match["id"] if match else "call_unknown"))
+        if text:
+            out.append(HumanMessage(text))
+    return out
+
+
+def openai_tools(body: dict) -> list[dict]:
+    """Gemini functionDeclarations in the OpenAI shape the rules model reads."""
+    return [{"type": "function", "function": {"name": d["name"], "description": d.get("description", ""),
+                                              "parameters": d.get("parameters") or {}}}
+            for tool in body.get("tools") or [] for d in tool.get("functionDeclarations") or []]
+
+
+def schema_title(schema: dict, prompt: str) -> str:
+    """The schema DeepEval asked for: its title, else what its properties say."""
+    if schema.get("title"):
+        return schema["title"]
+    properties = set(schema.get("properties") or {})
+    if properties == {"reason"}:
+        found = [title for score, title in REASON_BY_SCORE.items() if score in prompt]
+        return found[-1] if found else ""
+    return next((BY_PROPERTY[p] for p in properties if p in BY_PROPERTY), "")
+
+
+def judge_text(kind: tuple[str, str], answer: dict) -> str:
+    """The answer as the lexical judge serialises it (DeepEval's own schema class, when importable), so the
+    word counts match the offline judge's."""
+    try:
+        schema = getattr(importlib.import_module(f"deepeval.metrics.{kind[0]}.schema"), kind[1])
+    except (ImportError, AttributeError):
+        return json.dumps(answer)
+    return schema.model_validate(answer).model_dump_json()
+
+
+def usage(prompt_tokens: int, answer_tokens: int) -> dict:
+    return {"promptTokenCount": prompt_tokens, "candidatesTokenCount": answer_tokens,
+            "totalTokenCount": prompt_tokens + answer_tokens}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def log_message(self, *args) -> None:  # quiet: tests read the request log instead
+        pass
+
+    def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
+        # Logged before the answer leaves, so a client that has its answer finds the request in the log.
+        self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=status,
+                                **{"model": "", "kind": "", "fault": "", "marker": "", **record})
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def route(self) -> Optional[dict]:
+        """The request's version, model and method, after the key check; None once an error is answered."""
+        standin: StandIn = self.server.standin
+        url = urlsplit(self.path)
+        found = PATH.match(url.path)
+        key = self.headers.get("x-goog-api-key") or (parse_qs(url.query).get("key") or [""])[0]
+        if not key:
+            self.reply(403, error_body(403, "Method doesn't allow unregistered callers (callers without "
+                                            "established identity). Please use API Key or other form of API "
+                                            "consumer identity to call this API."))
+            return None
+        if key in standin.reject_keys:
+            self.reply(400, error_body(400, "API key not valid. Please pass a valid API key.", [
+                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+                 "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]),
+                kind="rejected-key")
+            return None
+        if not found:
+            self.reply(404, error_body(404, f"stand-in: no such endpoint {url.path}"))
+            return None
+        route = found.groupdict()
+        if route["model"] not in standin.models:
+            self.reply(404, error_body(404, f"models/{route['model']} is not found for API version "
+                                            f"{route['version']}, or is not supported for "
+                                            f"{route['method'] or 'get'}. Call ListModels to see the list of "
+                                            "available models and their supported methods."),
+                       model=route["model"], kind="unknown-model")
+            return None
+        return route
+
+    def do_GET(self) -> None:
+        route = self.route()
+        if route is None:
+            return
+        if route["method"]:
+            return self.reply(404, error_body(404, f"stand-in: GET :{route['method']} is not served"))
+        self.reply(200, metadata(route["model"]), model=route["model"], kind="get")
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        route = self.route()
+        if route is None:
+            return
+        model, method = route["model"], route["method"]
+        if method in ("batchEmbedContents", "embedContent"):
+            requests = body.get("requests") if method == "batchEmbedContents" else [body]
+            texts = ["\n".join(texts_of(r.get("content") or {})) for r in requests or []]
+            return self.answer(model, "embed", texts[-1] if texts else "", lambda: self.embed(method, texts))
+        if method != "generateContent":
+            return self.reply(404, error_body(404, f"stand-in: :{method} is not served"), model=model)
+        config = body.get("generationConfig") or {}
+        judged = bool(config.get("responseSchema") or config.get("responseJsonSchema")
+                      or config.get("responseMimeType") == "application/json")
+        kind = "judge" if judged else "chat"
+        text = last_user_text(body.get("contents") or [])
+        self.answer(model, kind, text, lambda fault: self.judge(model, body, fault) if judged
+                    else self.rules(model, body, fault))
+
+    def answer(self, model: str, kind: str, text: str, respond) -> None:
+        """Answer a model request: an HTTP fault, or the backend's answer (with a response-shape fault)."""
+        fault, marker = self.server.standin.fault_for(model, text)
+        record = {"model": model, "kind": kind, "fault": fault.kind if fault else "", "marker": marker}
+        if fault and fault.kind.isdigit():
+            status = int(fault.kind)
+            headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else None
+            return self.reply(status, error_body(status, MESSAGES[status]), headers, **record)
+        try:
+            body = respond() if kind == "embed" else respond(fault)
+        except (lexical_judge.UnknownRequest, ValueError, KeyError) as e:
+            return self.reply(400, error_body(400, f"stand-in: {e}"), **record)
+        if "usageMetadata" in body:
+            record["tokens"] = (body["usageMetadata"]["promptTokenCount"], body["usageMetadata"]["candidatesTokenCount"])
+        self.reply(200, body, **record)
+
+    def embed(self, method: str, texts: list[str]) -> dict:
+        vectors = self.server.standin.embedder.embed_documents(texts)
+        if method == "embedContent":
+            return {"embedding": {"values": vectors[0]}}
+        return {"embeddings": [{"values": v} for v in vectors]}
+
+    def shaped(self, model: str, parts: list[dict], tokens_in: int, tokens_out: int, fault: Optional[Fault]) -> dict:
+        """A GenerateContentResponse, or the blocked / withheld / empty one a fault asks for."""
+        done = {"usageMetadata": usage(tokens_in, tokens_out), "modelVersion": model, "responseId": "stand-in"}
+        ratings = [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}]
+        if fault and fault.kind == "blocked":
+            return {"promptFeedback": {"blockReason": "SAFETY", "safetyRatings": ratings},
+                    **done, "usageMetadata": usage(tokens_in, 0)}
+        if fault and fault.kind == "no-candidates":
+            return {**done, "usageMetadata": usage(tokens_in, 0)}
+        if fault and fault.kind == "safety":
+            return {"candidates": [{"finishReason": "SAFETY", "index": 0, "safetyRatings": ratings}],
+                    **done, "usageMetadata": usage(tokens_in, 0)}
+        return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+                **done}
+
+    def rules(self, model: str, body: dict, fault: Optional[Fault]) -> dict:
+        reply = self.server.standin.chat._generate(to_langchain(body), tools=openai_tools(body))
+        ai = reply.generations[0].message
+        parts = [{"text": ai.text}] if ai.text else []
+        parts += [{"functionCall": {"name": c["name"], "args": c["args"]}} for c in ai.tool_calls]
+        counts = ai.usage_metadata or {}
+        return self.shaped(model, parts, counts.get("input_tokens", 0), counts.get("output_tokens", 0), fault)
+
+    def judge(self, model: str, body: dict, fault: Optional[Fault]) -> dict:
+        prompt = "\n".join(t for c in body.get("contents") or [] for t in texts_of(c))
+        if fault and fault.kind in ("blocked", "safety", "no-candidates"):  # no answer is written at all
+            return self.shaped(model, [], len(words(prompt)), 0, fault)
+        config = body.get("generationConfig") or {}
+        schema = config.get("responseSchema") or config.get("responseJsonSchema") or {}
+        kind = judge_kind(prompt, schema_title(schema, prompt))
+        text = judge_text(kind, lexical_judge.HANDLERS[kind](prompt))
+        if fault and fault.kind == "bad-json":
+            text = text[: len(text) // 2]  # cut off mid-answer, as when a model stops early
+        return self.shaped(model, [{"text": text}], len(words(prompt)), len(words(text)), fault)
+
+
+@contextmanager
+def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"),
+          faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
+          reject_keys: Iterable[str] = ()) -> Iterator[StandIn]:
+    """Run a stand-in on a free port of 127.0.0.1 serving `models` (a name containing "embed" is an
+    embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
+    (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses."""
+    standin = StandIn(models, faults or {}, reject_keys)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.standin = standin  # type: ignore[attr-defined]
+    standin.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield standin
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
