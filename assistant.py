@@ -79,15 +79,17 @@ def main(argv: list[str]) -> int:
         print('usage: python assistant.py "question"  (models from DOCS_MODEL and DOCS_EMBEDDER)', file=sys.stderr)
         return 2
     import providers
+    from cassette import printable_stdout
+    from dataset import InputError, read
 
+    printable_stdout()
     model, embedder = chat_model_name(), embedder_name()
     try:
         providers.preflight([model, embedder])
-    except providers.ProviderError as e:
+        docs, issues = read(HERE / "docs.json"), read(HERE / "issues.json")
+    except (providers.ProviderError, InputError) as e:
         print(f"assistant.py: {e}", file=sys.stderr)
         return 2
-    docs = json.loads((HERE / "docs.json").read_text())
-    issues = json.loads((HERE / "issues.json").read_text())
     print(json.dumps(run(build_agent(docs, issues, model, embedder), argv[0]), indent=2))
     return 0
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import ABSENT, Cassette, RecordingError, read_recording, shown
+from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from dataset import InputError, load_calibration
 from entries import sha
 from evaluate import (CALIBRATION_PREFIX, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, file_part,
@@ -174,6 +174,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
+    printable_stdout()
     import providers
 
     tape = None

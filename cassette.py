@@ -9,6 +9,7 @@ and writes nothing when they are exactly what the file already holds.
 """
 import json
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -61,6 +62,12 @@ def read_json(path: Path, error: type[Exception] = RecordingError, label: Option
         raise error(f"{label}: nested too deeply to read") from None
     except (OSError, UnicodeDecodeError) as e:
         raise error(f"{label}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+
+
+def printable_stdout() -> None:
+    """Print what stdout's encoding cannot hold (a latin-1 or ASCII locale) as '?' instead of crashing."""
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
 
 
 def write_atomic(path: Path, text: str) -> None:

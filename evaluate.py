@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, \
     embedder_name
-from cassette import ABSENT, Cassette, RecordingError, read_recording, shown, write_atomic
+from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
 from dataset import InputError, load_inputs
 from entries import Inputs, agent_entry, case_entries, sha
 from judging import STRICT_FAITHFULNESS, stage_of
@@ -220,6 +220,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
+    printable_stdout()
     import baseline
     import providers
 
