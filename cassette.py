@@ -73,16 +73,19 @@ def printable_stdout() -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Write UTF-8 through a temp file in the same folder and rename it into place: never a torn file.
     Any failure (unwritable folder, full disk) raises OSError and leaves no temp file behind."""
-    path = Path(path)
+    path, tmp = Path(path), None
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a recording is meant to be read and committed
         os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            e.filename = str(path)  # the file asked for, not the temp file beside it
         raise
 
 

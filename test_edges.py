@@ -2,20 +2,25 @@
 or read, a byte-order mark, ids that break the report, --help, log lines that contradicted each other, and
 the CI workflows. All offline, on a copy of the project."""
 import codecs
+import errno
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 import assistant
+import cassette
 import evaluate
 from conftest import OFFLINE_RUN
 
 HERE = Path(__file__).parent
 OUTPUTS = ("recordings", "runs", "baselines")
+JOURNAL = f"recordings/.{OFFLINE_RUN}.partial.jsonl"
 
 
 def edit(path: Path, change) -> None:
@@ -29,6 +34,11 @@ def outputs(project: Path) -> dict:
     """Every file the commands write (recordings, reports, baselines), hidden temp files included."""
     return {p.relative_to(project): p.read_bytes() for folder in OUTPUTS for p in sorted((project / folder).rglob("*"))
             if p.is_file()}
+
+
+def one_line(err: str) -> str:
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err.rstrip("\n")
 
 
 # ---- a locale that is not UTF-8 ---------------------------------------------------------------------------
@@ -72,6 +82,153 @@ def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(live_project,
     assert page.rstrip().endswith("cases docs-assistant — café@2.")
     assert "café rows —" in (project / "runs" / f"{OFFLINE_RUN}.html").read_text(encoding="utf-8")
     assert done.stdout == page.encode(encoding, errors="replace")  # what the terminal cannot show is a '?'
+
+
+# ---- files that cannot be written or read: exit 2, one line naming the file, nothing half-written -----------
+
+def test_a_baseline_that_cannot_be_written_exits_2_naming_it(here, capsys):
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    before = outputs(here)
+    assert evaluate.main(["--save-baseline", "/proc/x"]) == 2
+    out, err = capsys.readouterr()
+    assert one_line(err).startswith("evaluate.py: /proc/x: cannot write: ")
+    assert out == "" and outputs(here) == before
+
+
+def test_a_baseline_that_is_not_an_object_exits_2_naming_it(here, capsys):
+    (here / "b.json").write_text("5\n")
+    before = outputs(here)
+    assert evaluate.main(["--check-baseline", "b.json"]) == 2
+    out, err = capsys.readouterr()
+    assert one_line(err).startswith("evaluate.py: b.json: not a baseline (missing measured_with, tolerance,")
+    assert out == "" and outputs(here) == before
+
+
+@pytest.mark.parametrize("field, value", [("tolerance", "0.1"), ("pass_rate", 0.9), ("stages.tools.passed", "10"),
+                                          ("stages.faithfulness.total", True), ("retrieval.backup", "1.0"),
+                                          ("measured_with", ["rules"]), ("first_failures.backup", 3)])
+def test_a_baseline_field_of_the_wrong_type_exits_2_naming_the_file_and_field(here, capsys, field, value):
+    def change(data):
+        *parents, leaf = field.split(".")
+        for part in parents:
+            data = data[part]
+        data[leaf] = value
+    (here / "b.json").write_bytes((here / "baselines" / f"{OFFLINE_RUN}.json").read_bytes())
+    edit(here / "b.json", change)
+    before = outputs(here)
+    assert evaluate.main(["--check-baseline", "b.json"]) == 2
+    out, err = capsys.readouterr()
+    assert re.fullmatch(rf"evaluate\.py: b\.json: {re.escape(field)}: Input should be a valid \w+", one_line(err))
+    assert out == "" and outputs(here) == before
+
+
+def read_only(monkeypatch, folder: Path) -> None:
+    """Make `folder` refuse new files as a read-only folder does for a user who is not root; chmod does not
+    stop root, whom these tests may run as. Both ways files are made are refused: temp files and the journal."""
+    real_mkstemp, real_open = tempfile.mkstemp, open
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir).resolve() == folder.resolve():
+            raise PermissionError(errno.EACCES, "Permission denied", str(Path(dir) / ".tmp"))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    def opener(file, mode="r", *args, **kwargs):
+        if Path(file).resolve().parent == folder.resolve() and mode[0] in "wax":
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(cassette.tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(cassette, "open", opener, raising=False)
+
+
+@pytest.mark.parametrize("how", ["simulated", "chmod"])
+def test_a_read_only_runs_folder_exits_2_naming_the_report(here, monkeypatch, capsys, how):
+    for report in (here / "runs").iterdir():
+        report.unlink()
+    if how == "chmod":
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only folder; the simulated variant covers root")
+        (here / "runs").chmod(0o555)
+    else:
+        read_only(monkeypatch, here / "runs")
+    try:
+        assert evaluate.main([]) == 2
+    finally:
+        (here / "runs").chmod(0o755)
+    out, err = capsys.readouterr()
+    assert one_line(err) == f"evaluate.py: runs/{OFFLINE_RUN}.json: cannot write: Permission denied"
+    assert out == "" and list((here / "runs").iterdir()) == []
+
+
+def test_a_read_only_recordings_folder_exits_2_naming_the_journal(live_project, monkeypatch, capsys):
+    edit(live_project / "cases.json", lambda cases: cases["cases"][0].update(question="Where is my data kept?"))
+    before = outputs(live_project)
+    read_only(monkeypatch, live_project / "recordings")
+    assert evaluate.main(["--live", "--quiet", "--concurrency", "1"]) == 2
+    out, err = capsys.readouterr()
+    assert one_line(err) == f"evaluate.py: {JOURNAL}: cannot write: Permission denied"
+    assert out == "" and outputs(live_project) == before
+
+
+def test_a_recording_that_cannot_replace_the_old_one_exits_2_naming_it(live_project, monkeypatch, capsys):
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if Path(dst).parent.name == "recordings":
+            raise PermissionError(errno.EACCES, "Permission denied", str(src), None, str(dst))
+        return real_replace(src, dst)
+    monkeypatch.setattr(cassette.os, "replace", replace)
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert one_line(err.splitlines()[-1]) == \
+        f"evaluate.py: recordings/{OFFLINE_RUN}.json: cannot write: Permission denied"
+    assert out == "" and [p.name for p in (live_project / "recordings").glob(".*.tmp")] == []
+    assert (live_project / JOURNAL).is_file()  # what was paid for is kept for the next run
+
+
+class FullDisk:
+    """A file on a full disk: every write fails with ENOSPC."""
+
+    def __init__(self, file):
+        self.file = file
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+    def write(self, text):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("script, args, written", [
+    ("evaluate", [], f"runs/{OFFLINE_RUN}.json"),
+    ("evaluate", ["--save-baseline", "baselines/new.json"], "baselines/new.json"),
+    ("calibrate", [], "runs/calibration+lexical.json"),
+    ("compare", [f"runs/{OFFLINE_RUN}.json", f"runs/{OFFLINE_RUN}.json", "--html", "runs/diff.html"], "runs/diff.html")])
+def test_a_full_disk_exits_2_naming_the_file_and_leaves_nothing_half_written(here, monkeypatch, capsys, script, args,
+                                                                             written):
+    (here / written).unlink(missing_ok=True)  # a report identical to the one on disk is not written again
+    before = outputs(here)
+    real_fdopen = os.fdopen
+    monkeypatch.setattr(cassette.os, "fdopen", lambda fd, *a, **kw: FullDisk(real_fdopen(fd, *a, **kw)))
+    assert __import__(script).main(args) == 2
+    out, err = capsys.readouterr()
+    assert one_line(err) == f"{script}.py: {written}: cannot write: No space left on device"
+    assert out == "" and outputs(here) == before
+
+
+@pytest.mark.parametrize("name, args", [("cases.json", []), (f"recordings/{OFFLINE_RUN}.json", []),
+                                        ("b.json", ["--check-baseline", "b.json"])])
+def test_json_nested_1000_deep_exits_2_naming_the_file(here, capsys, name, args):
+    (here / name).write_text("[" * 1000 + "]" * 1000)
+    before = outputs(here)
+    assert evaluate.main(args) == 2
+    out, err = capsys.readouterr()
+    assert one_line(err) == f"evaluate.py: {name}: nested too deeply to read"
+    assert out == "" and outputs(here) == before
 
 
 # ---- a byte-order mark ------------------------------------------------------------------------------------
