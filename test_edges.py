@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 import assistant
+import calibrate
 import cassette
 import evaluate
 from conftest import OFFLINE_RUN
+from dataset import ID_RULE
 
 HERE = Path(__file__).parent
 OUTPUTS = ("recordings", "runs", "baselines")
@@ -248,3 +250,27 @@ def test_assistant_reads_docs_with_a_byte_order_mark(project, monkeypatch, capsy
     monkeypatch.setenv("DOCS_EMBEDDER", "hash")
     assert assistant.main(["Where does tracker keep its data, and what should I back up?"]) == 0
     assert "storage" in json.loads(capsys.readouterr().out)["retrieved"]
+
+
+# ---- ids that would break the markdown table or the HTML --------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["bad|id", "bad\nid", "<b>bad</b>", "two words"])
+def test_a_case_id_that_would_break_the_report_is_refused_in_one_line(here, capsys, bad):
+    edit(here / "cases.json", lambda cases: cases["cases"][3].update(id=bad))
+    assert evaluate.main([]) == 2
+    shown = bad if bad.isprintable() else repr(bad)
+    assert one_line(capsys.readouterr().err) == f"evaluate.py: cases.json: cases[3] ({shown}).id: {ID_RULE}"
+    assert ID_RULE == "ids may hold only ASCII letters, digits, '-', '_' and '.'"
+
+
+def test_a_page_id_that_would_break_the_report_is_refused_in_one_line(here, capsys):
+    edit(here / "docs.json", lambda docs: docs[2].update(id="arch|ive"))
+    assert evaluate.main([]) == 2
+    assert one_line(capsys.readouterr().err) == f"evaluate.py: docs.json: docs[2] (arch|ive).id: {ID_RULE}"
+
+
+def test_a_calibration_id_that_would_break_the_table_is_refused_in_one_line(here, capsys):
+    edit(here / "calibration-cases.json", lambda cases: cases["cases"][1].update(id="csv|color"))
+    assert calibrate.main([]) == 2
+    assert one_line(capsys.readouterr().err) == \
+        f"calibrate.py: calibration-cases.json: cases[1] (csv|color).id: {ID_RULE}"
