@@ -274,3 +274,39 @@ def test_a_calibration_id_that_would_break_the_table_is_refused_in_one_line(here
     assert calibrate.main([]) == 2
     assert one_line(capsys.readouterr().err) == \
         f"calibrate.py: calibration-cases.json: cases[1] (csv|color).id: {ID_RULE}"
+
+
+# ---- --help -----------------------------------------------------------------------------------------------
+
+def help_text(module, monkeypatch, capsys) -> str:
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_assistant_help_prints_usage_and_asks_nothing(monkeypatch, capsys):
+    def no_run(*args):
+        raise AssertionError("--help ran the agent")
+    monkeypatch.setattr(assistant, "build_agent", no_run)
+    monkeypatch.setenv("DOCS_MODEL", "rules")
+    monkeypatch.setenv("DOCS_EMBEDDER", "hash")
+    out = help_text(assistant, monkeypatch, capsys)
+    assert out.startswith("usage: ") and "question" in out and "DOCS_MODEL" in out and "DOCS_EMBEDDER" in out
+
+
+def test_calibrate_help_reads_whole(monkeypatch, capsys):
+    out = " ".join(help_text(calibrate, monkeypatch, capsys).split())
+    assert " ".join(calibrate.__doc__.split("\n\n")[0].split()) in out  # the first paragraph, to its end
+    assert "DOCS_JUDGE" in out and out.endswith("3 incomplete, 130 interrupted.")
+
+
+def test_evaluate_help_names_the_model_variables_and_every_exit_code(monkeypatch, capsys):
+    out = help_text(evaluate, monkeypatch, capsys)
+    for variable in ("DOCS_MODEL", "DOCS_EMBEDDER", "DOCS_JUDGE"):
+        assert re.search(rf"^  {variable} .*\(default [\w.:-]+\)$", out, re.M), variable
+    for code, meaning in [(0, "done"), (1, "regressed against --check-baseline"), (2, "bad input"),
+                          (3, "incomplete"), (130, "interrupted"), (143, "terminated")]:
+        assert re.search(rf"^  {code} +{re.escape(meaning)}", out, re.M), code
+    assert max(len(line) for line in out.splitlines()) <= 80
