@@ -20,6 +20,7 @@ from entries import sha
 from evaluate import (CALIBRATION_PREFIX, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, file_part,
                       judge_name, write_if_changed)
 from recording import locked_once
+from report import cases as cases_text
 from judging import READS, judged_metrics, stage_of
 from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
 from stages import STAGES, THRESHOLD
@@ -210,7 +211,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_INTERRUPTED
     print(table(result))
     if result["errors"]:
-        print(f"calibrate.py: incomplete: {result['errors']} cases errored; run --live again", file=sys.stderr)
+        print(f"calibrate.py: incomplete: {cases_text(result['errors'])} errored; run --live again", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 1 if result["gate_failed"] else 0
 

@@ -17,8 +17,11 @@ import assistant
 import calibrate
 import cassette
 import evaluate
+import judging
+import stages
 from conftest import OFFLINE_RUN
 from dataset import ID_RULE
+from report import markdown
 
 HERE = Path(__file__).parent
 OUTPUTS = ("recordings", "runs", "baselines")
@@ -41,6 +44,10 @@ def outputs(project: Path) -> dict:
 def one_line(err: str) -> str:
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err.rstrip("\n")
+
+
+def entries_in(project: Path) -> int:
+    return len(json.loads((project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"])
 
 
 # ---- a locale that is not UTF-8 ---------------------------------------------------------------------------
@@ -310,3 +317,66 @@ def test_evaluate_help_names_the_model_variables_and_every_exit_code(monkeypatch
                           (3, "incomplete"), (130, "interrupted"), (143, "terminated")]:
         assert re.search(rf"^  {code} +{re.escape(meaning)}", out, re.M), code
     assert max(len(line) for line in out.splitlines()) <= 80
+
+
+# ---- log lines that say one thing ----------------------------------------------------------------------
+
+def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatch, capsys):
+    edit(live_project / "cases.json", lambda cases: cases["cases"][0].update(question="Where is my data kept?"))
+    with monkeypatch.context() as m:
+        def killed_before_the_journal_was_removed(self) -> bool:
+            cassette.write_atomic(self.path, self.dumps())
+            return True
+        m.setattr(cassette.Cassette, "save", killed_before_the_journal_was_removed)
+        assert evaluate.main(["--live", "--quiet"]) == 0
+    assert (live_project / JOURNAL).is_file()  # every entry it holds is in the recording too
+    capsys.readouterr()
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert capsys.readouterr().err.splitlines() == \
+        [f"recorded 0 new entries, kept {entries_in(live_project)}: nothing to write"]
+    assert not (live_project / JOURNAL).exists()
+
+
+def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(live_project, monkeypatch,
+                                                                                       capsys):
+    real_run, runs = assistant.run, []
+
+    def run(agent, question, stop_at=None):
+        if stop_at is not None and len(runs) == stop_at:
+            raise KeyboardInterrupt
+        runs.append(question)
+        return real_run(agent, question)
+    monkeypatch.setattr(assistant, "run", lambda agent, question: run(agent, question, stop_at=3))
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert (live_project / JOURNAL).is_file()
+    capsys.readouterr()
+    runs.clear()
+    monkeypatch.setattr(assistant, "run", run)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
+    err = capsys.readouterr().err
+    assert len(runs) == 10 and "resuming" not in err
+    assert err.splitlines()[0].startswith("--rerecord: calling the models for every entry again; the ")
+    assert err.splitlines()[0].endswith(" entries an interrupted run kept are dropped")
+
+
+def test_a_report_with_one_errored_case_says_case_and_is(capsys):
+    report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    for n, verb in [(1, "case errored and is"), (2, "cases errored and are")]:
+        for row in report["rows"][:n]:
+            row["first_failure"] = "error"
+        report["summary"] = stages.summarize(report["rows"], report["k"])
+        assert f" {n} {verb} not scored." in markdown(report)
+
+
+def test_calibration_with_one_errored_case_says_case(live_project, monkeypatch, capsys):
+    edit(live_project / "calibration-cases.json",
+         lambda cases: cases["cases"][0].update(answer=cases["cases"][0]["answer"] + " Really."))
+    real_measure = judging.measure
+
+    def measure(metric, judge, question, answer, *rest):
+        if answer.endswith(" Really."):
+            raise ValueError("the judge refused")
+        return real_measure(metric, judge, question, answer, *rest)
+    monkeypatch.setattr(judging, "measure", measure)
+    assert calibrate.main(["--live", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    assert capsys.readouterr().err.splitlines()[-1] == "calibrate.py: incomplete: 1 case errored; run --live again"
