@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 import assistant
 import calibrate
@@ -380,3 +381,35 @@ def test_calibration_with_one_errored_case_says_case(live_project, monkeypatch, 
     monkeypatch.setattr(judging, "measure", measure)
     assert calibrate.main(["--live", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     assert capsys.readouterr().err.splitlines()[-1] == "calibrate.py: incomplete: 1 case errored; run --live again"
+
+
+# ---- CI where users keep it ----------------------------------------------------------------------------
+
+def workflow(name: str) -> tuple[dict, dict]:
+    data = yaml.safe_load((HERE / ".github" / "workflows" / name).read_text())
+    triggers = data.get("on", data.get(True))  # YAML 1.1 reads a bare `on` key as true
+    return data, triggers if isinstance(triggers, dict) else dict.fromkeys(triggers)
+
+
+def steps(data: dict) -> list[dict]:
+    return [step for job in data["jobs"].values() for step in job["steps"]]
+
+
+def test_ci_runs_the_ci_script_on_every_push_and_pull_request():
+    data, triggers = workflow("ci.yml")
+    assert {"push", "pull_request"} <= set(triggers)
+    assert not any((triggers[t] or {}).get(k) for t in ("push", "pull_request") for k in ("branches", "paths"))
+    assert any(s.get("uses", "").startswith("actions/setup-python@") and str(s["with"]["python-version"]) == "3.11"
+               for s in steps(data))
+    assert [s["run"] for s in steps(data) if "run" in s] == ["bash .ci/run"]
+
+
+def test_the_live_evals_are_opt_in_and_never_run_on_push():
+    data, triggers = workflow("evals.yml")
+    assert "push" not in triggers and "workflow_dispatch" in triggers
+    runs = " ".join(s.get("run", "") for s in steps(data))
+    assert "evaluate.py --live" in runs and "calibrate.py --live" in runs and "--check-baseline" in runs
+    (job,) = data["jobs"].values()
+    assert "run-evals" in job["if"] and job["env"]["GOOGLE_API_KEY"] == "${{ secrets.GOOGLE_API_KEY }}"
+    uploads = [s for s in steps(data) if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert uploads and "runs/*.html" in uploads[0]["with"]["path"]
