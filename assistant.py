@@ -3,10 +3,12 @@
 search_docs runs a vector search over the doc pages (k=3, page ids kept) and get_issue looks an issue up.
 Models come by name (see providers.py); `python assistant.py "question"` prints one trace.
 """
+import argparse
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).parent
 DEFAULT_MODEL = "gemini-3.8-flash"
@@ -74,23 +76,33 @@ def run(agent, question: str) -> dict:
             "usage": usage}
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print('usage: python assistant.py "question"  (models from DOCS_MODEL and DOCS_EMBEDDER)', file=sys.stderr)
-        return 2
-    import providers
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Run the agent once on a question and print its trace as JSON.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"""models, named as in evaluate.py --help:
+  DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
+  DOCS_EMBEDDER  the embedder search_docs uses (default {DEFAULT_EMBEDDER})
+  offline: DOCS_MODEL=rules DOCS_EMBEDDER=hash python assistant.py "..."
 
+exit codes: 0 done, 2 bad input or a model that cannot be reached""")
+    parser.add_argument("question", help="the question to ask, in quotes")
+    args = parser.parse_args(argv)
+    import providers
+    from cassette import printable_stdout
+    from dataset import InputError, read
+
+    printable_stdout()
     model, embedder = chat_model_name(), embedder_name()
     try:
         providers.preflight([model, embedder])
-    except providers.ProviderError as e:
+        docs, issues = read(HERE / "docs.json"), read(HERE / "issues.json")
+    except (providers.ProviderError, InputError) as e:
         print(f"assistant.py: {e}", file=sys.stderr)
         return 2
-    docs = json.loads((HERE / "docs.json").read_text())
-    issues = json.loads((HERE / "issues.json").read_text())
-    print(json.dumps(run(build_agent(docs, issues, model, embedder), argv[0]), indent=2))
+    print(json.dumps(run(build_agent(docs, issues, model, embedder), args.question), indent=2))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -14,12 +14,13 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import ABSENT, Cassette, RecordingError, read_recording, shown
+from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from dataset import InputError, load_calibration
 from entries import sha
 from evaluate import (CALIBRATION_PREFIX, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, file_part,
                       judge_name, write_if_changed)
 from recording import locked_once
+from report import cases as cases_text
 from judging import READS, judged_metrics, stage_of
 from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
 from stages import STAGES, THRESHOLD
@@ -174,6 +175,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
+    printable_stdout()
     import providers
 
     tape = None
@@ -209,7 +211,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_INTERRUPTED
     print(table(result))
     if result["errors"]:
-        print(f"calibrate.py: incomplete: {result['errors']} cases errored; run --live again", file=sys.stderr)
+        print(f"calibrate.py: incomplete: {cases_text(result['errors'])} errored; run --live again", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 1 if result["gate_failed"] else 0
 

@@ -9,6 +9,7 @@ and writes nothing when they are exactly what the file already holds.
 """
 import json
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -63,19 +64,28 @@ def read_json(path: Path, error: type[Exception] = RecordingError, label: Option
         raise error(f"{label}: cannot read: {getattr(e, 'strerror', None) or e}") from None
 
 
+def printable_stdout() -> None:
+    """Print what stdout's encoding cannot hold (a latin-1 or ASCII locale) as '?' instead of crashing."""
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write UTF-8 through a temp file in the same folder and rename it into place: never a torn file.
     Any failure (unwritable folder, full disk) raises OSError and leaves no temp file behind."""
-    path = Path(path)
+    path, tmp = Path(path), None
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a recording is meant to be read and committed
         os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
+    except BaseException as e:
+        if tmp is not None:
+            os.unlink(tmp)
+        if isinstance(e, OSError):
+            e.filename = str(path)  # the file asked for, not the temp file beside it
         raise
 
 
@@ -120,10 +130,17 @@ class Cassette:
             self._resume()
 
     def _resume(self) -> None:
-        """Start from the entries already paid for: the recording's, unless --rerecord, and the journal's.
-        Which of them are still current is decided entry by entry, in `get`."""
+        """Start from the entries already paid for: the recording's and an interrupted run's journal; --rerecord
+        starts from none, and resuming an interrupted --rerecord from its journal's alone. Which of them are
+        still current is decided entry by entry, in `get`."""
         journal = self._read_journal()
-        if journal is not None and journal["rerecord"]:
+        if self.rerecord:
+            dropped = f"; the {len(journal['entries'])} entries an interrupted run kept are dropped" if journal else ""
+            self.notes.append(f"--rerecord: calling the models for every entry again{dropped}")
+            if journal is not None:
+                self.journal.unlink()  # --rerecord starts over, even after an interrupted run
+                journal = None
+        elif journal is not None and journal["rerecord"]:
             self.rerecord = True  # a --rerecord that was interrupted must not be topped up from the old file
         if self.path.exists():
             try:
@@ -136,11 +153,13 @@ class Cassette:
                     if not self.rerecord:
                         self.recorded.update(data["entries"])
         if journal is not None:
+            # Only what the journal adds to the recording is resumed; the rest is already in the file.
+            kept = [e for e, item in journal["entries"].items() if self.on_disk.get(e) != item]
             self.recorded.update(journal["entries"])
-            self.notes.append(f"resuming: {len(journal['entries'])} entries from an interrupted run are kept "
-                              f"(in {shown(self.journal)})")
-        if self.rerecord:
-            self.notes.append("--rerecord: calling the models for every entry again")
+            if kept:
+                rest = "; the rest of its --rerecord is called again" if self.rerecord else ""
+                self.notes.append(f"resuming: {len(kept)} entries from an interrupted run are kept "
+                                  f"(in {shown(self.journal)}){rest}")
 
     def _read_journal(self) -> Optional[dict]:
         """The journal's entries when it was written under this header; a line torn by a crash ends it."""

@@ -10,7 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Optional
 
-from cassette import read_json, write_atomic
+from cassette import printable_stdout, read_json, write_atomic
 from html_report import CSS
 from stages import STAGES, failure_reason, stage_results
 from stats import mcnemar_exact, rate, rate_text
@@ -252,6 +252,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("b", help="the report to compare with it")
     parser.add_argument("--html", metavar="OUT", help="also write the comparison as one self-contained HTML page")
     args = parser.parse_args(argv)
+    printable_stdout()
     try:
         report_a, report_b = load_report(args.a), load_report(args.b)
         differences = measurement_differences({**report_a["key"], "threshold": report_a["threshold"]},

@@ -13,6 +13,9 @@ from assistant import TOOLS
 from cassette import read_json
 
 NonEmpty = Field(min_length=1)
+# Ids go into markdown tables, HTML and entry names, so nothing in them may break those.
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")]
+ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 
 
 class InputError(Exception):
@@ -24,7 +27,7 @@ class Strict(BaseModel):
 
 
 class Case(Strict):
-    id: str = NonEmpty
+    id: Id = NonEmpty
     question: str = NonEmpty
     expected_docs: list[str]
     expected_tools: list[Literal[TOOLS]]
@@ -40,7 +43,7 @@ class CaseSet(Strict):
 
 
 class Doc(Strict):
-    id: str = NonEmpty
+    id: Id = NonEmpty
     title: str = NonEmpty
     text: str = NonEmpty
 
@@ -61,7 +64,7 @@ class Issues(Strict):
 
 
 class CalibrationCase(Strict):
-    id: str = NonEmpty
+    id: Id = NonEmpty
     metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy"]
     label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
     note: str = NonEmpty
@@ -89,7 +92,7 @@ def where(data: Any, loc: tuple) -> str:
             text += f"[{part}]"
             node = node[part] if isinstance(node, list) and part < len(node) else None
             if isinstance(node, dict) and isinstance(node.get("id"), str):
-                text += f" ({node['id']})"
+                text += f" ({node['id'] if node['id'].isprintable() else repr(node['id'])})"
         else:
             text += f".{part}" if text else str(part)
             node = node.get(part) if isinstance(node, dict) else None
@@ -103,7 +106,8 @@ def check(path: Path, model, data: Any) -> None:
         error = e.errors()[0]
         # Literal and dict-key locations carry pydantic's own tags; keep only real field names and indexes.
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith(("literal[", "[key]"))))
-        raise InputError(f"{path.name}: {where(data, loc)}: {error['msg']}") from None
+        message = ID_RULE if error["type"] == "string_pattern_mismatch" and loc[-1:] == ("id",) else error["msg"]
+        raise InputError(f"{path.name}: {where(data, loc)}: {message}") from None
 
 
 def unique_ids(path: Path, items: list[dict], field: str) -> None:

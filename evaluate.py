@@ -9,12 +9,13 @@ import json
 import os
 import signal
 import sys
+import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, \
     embedder_name
-from cassette import ABSENT, Cassette, RecordingError, read_recording, shown, write_atomic
+from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
 from dataset import InputError, load_inputs
 from entries import Inputs, agent_entry, case_entries, sha
 from judging import STRICT_FAITHFULNESS, stage_of
@@ -28,11 +29,22 @@ DEFAULT_JUDGE = "gemini-3.8-flash"
 CALIBRATION_PREFIX = "calibration+"
 MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
 EXIT_REGRESSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
-EPILOG = f"""models: DOCS_MODEL (default {DEFAULT_MODEL}), DOCS_EMBEDDER (default {DEFAULT_EMBEDDER}) and DOCS_JUDGE
-(default {DEFAULT_JUDGE}); rules, hash and lexical are the offline backends. Gemini needs GOOGLE_API_KEY;
-other names are Ollama models (OLLAMA_HOST). Exit codes: 0 done, 1 regressed against --check-baseline,
-2 bad input or stale recording, 3 incomplete (calls still failing after retries), 130 interrupted
-(Ctrl-C), 143 terminated (SIGTERM); an interrupted run keeps every entry it paid for."""
+EPILOG = f"""models, named by environment variables:
+  DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
+  DOCS_EMBEDDER  the embedder search_docs uses (default {DEFAULT_EMBEDDER})
+  DOCS_JUDGE     the judge (default {DEFAULT_JUDGE})
+  rules, hash and lexical are the offline backends; a gemini name needs
+  GOOGLE_API_KEY; any other name is an Ollama model (OLLAMA_HOST)
+
+exit codes:
+  0    done
+  1    regressed against --check-baseline
+  2    bad input, a stale or missing recording, a file that cannot be
+       written, or a model that cannot be reached
+  3    incomplete: some calls still failed after retries
+  130  interrupted (Ctrl-C)
+  143  terminated (SIGTERM)
+  an interrupted or terminated run keeps every entry it paid for"""
 
 
 def judge_name() -> str:
@@ -212,7 +224,8 @@ def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EPILOG)
+    parser = argparse.ArgumentParser(description=textwrap.fill(__doc__.splitlines()[0], 79), epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_live_options(parser, "model calls")
     parser.add_argument("--model", help=f"the model under test (replay: its recordings only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
@@ -220,6 +233,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
+    printable_stdout()
     import baseline
     import providers
 
