@@ -153,8 +153,9 @@ class Cassette:
                     if not self.rerecord:
                         self.recorded.update(data["entries"])
         if journal is not None:
-            # Only what the journal adds to the recording is resumed; the rest is already in the file.
-            kept = [e for e, item in journal["entries"].items() if self.on_disk.get(e) != item]
+            # What the journal adds to the recording: all of it for an interrupted --rerecord, which does not
+            # use the file's entries; else what the file lacks (a run killed after saving holds nothing new).
+            kept = [e for e, item in journal["entries"].items() if self.rerecord or self.on_disk.get(e) != item]
             self.recorded.update(journal["entries"])
             if kept:
                 rest = "; the rest of its --rerecord is called again" if self.rerecord else ""
