@@ -121,10 +121,15 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
     key = recording_key(inputs.cases, inputs.docs, inputs.issues, inputs.model, inputs.embedder, inputs.judge)
-    shown_rows = [r for r in rows if split == "all" or r["split"] == split]
-    hidden = sum(r["split"] == "holdout" for r in rows) if split == "dev" else 0
-    return {"key": key, "k": K, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": shown_rows,
-            "summary": summarize(shown_rows, K)}
+    return of_split({"key": key, "rows": rows}, split)
+
+
+def of_split(report: dict, split: str) -> dict:
+    """The report of one split from a report of every case."""
+    rows = [r for r in report["rows"] if split == "all" or r["split"] == split]
+    hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
+    return {"key": report["key"], "k": K, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
+            "summary": summarize(rows, K)}
 
 
 # ---- the command line ------------------------------------------------------------------------------------
@@ -186,8 +191,9 @@ class Interrupted(Exception):
 
 
 def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency: int, rerecord: bool,
-           quiet: bool, split: str = "dev") -> tuple[dict, Cassette]:
-    """Call the models for every entry that is missing or stale, then build the report."""
+           quiet: bool, split: str = "dev") -> tuple[dict, Cassette, int]:
+    """Call the models for every entry that is missing or stale, then build the report of `split`; also
+    the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
     import providers
     from live_calls import Progress
     from recording import locked_once
@@ -201,20 +207,21 @@ def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency:
     for note in cassette.notes:
         progress.log(note)
     try:
-        report = evaluate(Inputs(cases, docs, issues, model, embedder, judge), cassette,
-                          judge=locked_once(lambda: providers.judge_model(judge)),
-                          agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
-                          concurrency=concurrency, progress=progress, split=split)
+        every = evaluate(Inputs(cases, docs, issues, model, embedder, judge), cassette,
+                         judge=locked_once(lambda: providers.judge_model(judge)),
+                         agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
+                         concurrency=concurrency, progress=progress, split="all")
     except KeyboardInterrupt:
         raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
     finally:
         progress.close()
-    if not report["summary"]["errors"]:
+    errored = every["summary"]["errors"]
+    if not errored:  # an incomplete recording is never written, whichever split the report shows
         written = cassette.save()
         dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
         progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
                      f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
-    return report, cassette
+    return of_split(every, split), cassette, errored
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -242,17 +249,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         cases, docs, issues = load_inputs(HERE)
         if args.live:
             model = args.model or chat_model_name()
-            reports = [record(cases, docs, issues, model, args.concurrency, args.rerecord, args.quiet,
-                              args.split)[0]]
+            report, _, errors = record(cases, docs, issues, model, args.concurrency, args.rerecord, args.quiet,
+                                       args.split)
+            reports = [report]
         else:
             reports = replay(cases, docs, issues, args.model, args.split)
+            errors = sum(r["summary"]["errors"] for r in reports)
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
         for report in reports:
             for path, text in report_files(report).items():
                 write_if_changed(path, text)
-        errors = sum(r["summary"]["errors"] for r in reports)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError) as e:
