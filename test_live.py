@@ -268,3 +268,16 @@ def test_live_options_that_make_no_sense_are_refused(capsys, script, args, messa
     with pytest.raises(SystemExit) as exited:
         module.main(args)
     assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_project, monkeypatch, capsys):
+    cases = json.loads((HERE / "cases.json").read_text())["cases"]
+    held_out = next(c for c in cases if c["split"] == "holdout")
+    Calls(monkeypatch, broken=lambda label: label.startswith(f"run:{held_out['question']}:"))
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    assert report["summary"]["errors"] == 0  # the dev report itself is whole
+    assert "incomplete: 1 case errored" in capsys.readouterr().err
+    # the recording on disk is still the bundled one: an incomplete recording is never written
+    assert (live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text() == \
+        (HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text()
