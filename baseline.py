@@ -47,7 +47,8 @@ class Verdict:
 
 def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
     """The parts of a report a later run is held to."""
-    return {"measured_with": {f: report["key"].get(f) for f in MEASURED_WITH} | {"threshold": report["threshold"]},
+    return {"measured_with": {f: report["key"].get(f) for f in MEASURED_WITH}
+            | {"threshold": report["threshold"], "split": report.get("split", "all")},
             "tolerance": tolerance,
             "pass_rate": report["summary"]["pass_rate"],
             "stages": report["summary"]["stages"],

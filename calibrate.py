@@ -23,7 +23,7 @@ from recording import locked_once
 from report import cases as cases_text
 from judging import READS, judged_metrics, stage_of
 from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
-from stages import STAGES, THRESHOLD
+from stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD
 
 HERE = Path(__file__).parent
 REPEATS = 3
@@ -33,7 +33,7 @@ EXPECTED = {"defect": "fail", "good": "pass"}
 
 def gating_metrics() -> list[str]:
     """The metrics exactly as evaluate.py runs them for a stage that gates."""
-    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES]
+    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED
 
 
 def calibration_key(cases: dict, judge: str) -> dict:

@@ -26,13 +26,24 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+CATEGORIES = ("answerable", "multi_hop", "unanswerable", "injection", "adversarial", "smalltalk", "contradiction")
+BEHAVIOURS = ("answer", "abstain", "chitchat")
+SPLITS = ("dev", "holdout")
+
+
 class Case(Strict):
     id: Id = NonEmpty
     question: str = NonEmpty
+    category: Literal[CATEGORIES]
+    # answer: from the docs; abstain: search, then say the docs do not answer; chitchat: reply, no lookup.
+    expected_behavior: Literal[BEHAVIOURS]
+    split: Literal[SPLITS]  # holdout cases are never reported while tuning: see README
     expected_docs: list[str]
     expected_tools: list[Literal[TOOLS]]
     # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}.
     expected_args: dict[Literal[TOOLS], dict[str, Any]] = Field(default_factory=dict)
+    # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
+    must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
     reference: str = NonEmpty
 
 
@@ -46,6 +57,9 @@ class Doc(Strict):
     id: Id = NonEmpty
     title: str = NonEmpty
     text: str = NonEmpty
+    # Instructions planted in the page for an AI reader, as the eval's ground truth; the agent never sees
+    # this field, only title and text, in which each planted sentence must appear.
+    planted: list[str] = Field(default_factory=list)
 
 
 class Issue(Strict):
@@ -65,7 +79,8 @@ class Issues(Strict):
 
 class CalibrationCase(Strict):
     id: Id = NonEmpty
-    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy"]
+    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy", "abstained",
+                    "ignored_planted"]
     label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
     note: str = NonEmpty
     question: str = NonEmpty
@@ -127,6 +142,13 @@ def load_cases(path: Path, page_ids: set[str]) -> dict:
         if stray:
             raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_args: {stray[0]} is not in "
                              "expected_tools")
+        behaviour = case["expected_behavior"]
+        if behaviour == "abstain" and "search_docs" not in case["expected_tools"]:
+            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_tools: an abstain case must expect "
+                             "search_docs (the agent searches before it says the docs do not answer)")
+        if behaviour == "chitchat" and case["expected_tools"]:
+            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_tools: a chitchat case expects "
+                             "no tool call")
         unknown = [p for p in case["expected_docs"] if p not in page_ids]
         if unknown:
             raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_docs: unknown page "
@@ -140,6 +162,10 @@ def load_inputs(folder: Path) -> tuple[dict, list[dict], dict]:
     docs = read(folder / "docs.json")
     check(folder / "docs.json", Docs, {"docs": docs})
     unique_ids(folder / "docs.json", docs, "docs")
+    for i, doc in enumerate(docs):
+        stray = [p for p in doc.get("planted", []) if p not in doc["text"]]
+        if stray:
+            raise InputError(f"docs.json: docs[{i}] ({doc['id']}).planted: not in the page's text: {stray[0][:60]!r}")
     issues = read(folder / "issues.json")
     check(folder / "issues.json", Issues, {"issues": issues})
     cases = load_cases(folder / "cases.json", {d["id"] for d in docs})

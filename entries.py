@@ -7,7 +7,9 @@ it. What each kind reads:
   issue's record.
 - `tools/<case>`: the calls the trace made and the case's expected tools.
 - `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
-  (judging.READS): the answer, the context and, for some, the question or the reference.
+  (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
+  judgements are entries of this kind too: `abstained` for an abstain case that searched, and
+  `ignored_planted` for a case whose search returned a page with a planted instruction.
 """
 import hashlib
 import json
@@ -30,6 +32,11 @@ class Inputs:
         self.model, self.embedder, self.judge = model, embedder, judge
         self.common = {"prompt": sha(PROMPT), "tool descriptions": sha(TOOL_DESCRIPTIONS), "model": model}
         self.searched = {"pages": sha(docs), "embedder": embedder, "k": K}
+        self.planted = {d["id"] for d in docs if d.get("planted")}
+
+    def planted_retrieved(self, trace: dict) -> list[str]:
+        """The pages with a planted instruction that a search returned to the agent, in the order it read them."""
+        return [page for page in dict.fromkeys(trace["retrieved"]) if page in self.planted]
 
     def agent_deps(self, case: dict) -> Callable[[dict], dict]:
         """What the case's trace depends on, given what the trace did."""
@@ -66,7 +73,12 @@ def case_entries(inputs: Inputs, case: dict, trace: dict) -> dict[str, tuple[Cal
     cid, context = case["id"], judge_context(trace)
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), "tools", lambda judge: tool_scores(
         case["question"], trace["tool_calls"], case["expected_tools"], judge))}
-    for metric in judged_metrics(context):
+    behaviour = []
+    if case.get("expected_behavior") == "abstain" and any(c["name"] == "search_docs" for c in trace["tool_calls"]):
+        behaviour.append("abstained")
+    if inputs.planted_retrieved(trace):
+        behaviour.append("ignored_planted")
+    for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context), metric,
             lambda judge, m=metric: measure(m, judge, case["question"], trace["answer"], case["reference"], context))

@@ -21,7 +21,7 @@ from entries import Inputs, agent_entry, case_entries, sha
 from judging import STRICT_FAITHFULNESS, stage_of
 from live_calls import add_live_options, check_live_options
 from report import cases as cases_text, markdown
-from stages import THRESHOLD, first_failure, retrieval_scores, summarize, tool_verdict
+from stages import THRESHOLD, behaviour_verdict, first_failure, retrieval_scores, summarize, tool_verdict
 
 HERE = Path(__file__).parent
 # One fixed judge, so scores stay comparable when the assistant's model changes.
@@ -89,13 +89,14 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
             return None
         return value
 
-    row = {"id": case["id"], "question": case["question"], "reference": case["reference"],
+    row = {"id": case["id"], "question": case["question"], "category": case["category"],
+           "split": case["split"], "expected_behavior": case["expected_behavior"], "reference": case["reference"],
            "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
-           "expected_args": case.get("expected_args", {})}
+           "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", [])}
     trace = entry(agent_entry(case), inputs.agent_deps(case))
     if trace is None:
-        return {**row, "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "tools": None,
-                "retrieval": None, "judged": {}, "usage": {}, "agent_s": None, "error": error,
+        return {**row, "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "behaviour": None,
+                "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None, "error": error,
                 "first_failure": "error"}
     found = {name: entry(name, deps_of) for name, (deps_of, _, _) in case_entries(inputs, case, trace).items()}
     tools = found.pop(f"tools/{case['id']}")
@@ -106,6 +107,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "retrieval": retrieval_scores(trace["retrieved"], case["expected_docs"]),
                 "judged": {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
+    row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(trace))
     return {**row, "first_failure": first_failure(row)}
 
 
@@ -118,7 +120,7 @@ def stale_message(cassette: Cassette, stale: dict[str, list[str]], total: int, s
 
 
 def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None, agent: Callable = lambda: None,
-             concurrency: int = 1, progress=None) -> dict:
+             concurrency: int = 1, progress=None, split: str = "dev") -> dict:
     """Score every case from the cassette. In live mode, first record what is missing or stale. `judge`
     and `agent` build the models only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
@@ -131,7 +133,15 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
     key = recording_key(inputs.cases, inputs.docs, inputs.issues, inputs.model, inputs.embedder, inputs.judge)
-    return {"key": key, "k": K, "threshold": THRESHOLD, "rows": rows, "summary": summarize(rows, K)}
+    return of_split({"key": key, "rows": rows}, split)
+
+
+def of_split(report: dict, split: str) -> dict:
+    """The report of one split from a report of every case."""
+    rows = [r for r in report["rows"] if split == "all" or r["split"] == split]
+    hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
+    return {"key": report["key"], "k": K, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
+            "summary": summarize(rows, K)}
 
 
 # ---- the command line ------------------------------------------------------------------------------------
@@ -140,7 +150,8 @@ def report_files(report: dict) -> dict[Path, str]:
     from html_report import html
 
     runs, key = HERE / "runs", report["key"]
-    name = run_name(key["model"], key["embedder"], key["judge"])
+    name = run_name(key["model"], key["embedder"], key["judge"]) + ("" if report["split"] == "dev" else
+                                                                     f".{report['split']}")
     return {runs / f"{name}.json": json_text(report), runs / f"{name}.md": markdown(report) + "\n",
             runs / f"{name}.html": html(report)}
 
@@ -176,14 +187,14 @@ def replay_targets(model: Optional[str]) -> list[Path]:
     return chosen
 
 
-def replay(cases: dict, docs: list[dict], issues: dict, model: Optional[str]) -> list[dict]:
+def replay(cases: dict, docs: list[dict], issues: dict, model: Optional[str], split: str = "dev") -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports = []
     for path in replay_targets(model):
         names = read_recording(path)["key"]
         cassette = Cassette(path, header(names["model"], names["embedder"], names["judge"]), live=False)
         reports.append(evaluate(Inputs(cases, docs, issues, names["model"], names["embedder"], names["judge"]),
-                                cassette))
+                                cassette, split=split))
     return reports
 
 
@@ -192,8 +203,9 @@ class Interrupted(Exception):
 
 
 def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency: int, rerecord: bool,
-           quiet: bool) -> tuple[dict, Cassette]:
-    """Call the models for every entry that is missing or stale, then build the report."""
+           quiet: bool, split: str = "dev") -> tuple[dict, Cassette, int]:
+    """Call the models for every entry that is missing or stale, then build the report of `split`; also
+    the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
     import providers
     from live_calls import Progress
     from recording import locked_once
@@ -207,20 +219,21 @@ def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency:
     for note in cassette.notes:
         progress.log(note)
     try:
-        report = evaluate(Inputs(cases, docs, issues, model, embedder, judge), cassette,
-                          judge=locked_once(lambda: providers.judge_model(judge)),
-                          agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
-                          concurrency=concurrency, progress=progress)
+        every = evaluate(Inputs(cases, docs, issues, model, embedder, judge), cassette,
+                         judge=locked_once(lambda: providers.judge_model(judge)),
+                         agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
+                         concurrency=concurrency, progress=progress, split="all")
     except KeyboardInterrupt:
         raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
     finally:
         progress.close()
-    if not report["summary"]["errors"]:
+    errored = every["summary"]["errors"]
+    if not errored:  # an incomplete recording is never written, whichever split the report shows
         written = cassette.save()
         dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
         progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
                      f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
-    return report, cassette
+    return of_split(every, split), cassette, errored
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -229,6 +242,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     add_live_options(parser, "model calls")
     parser.add_argument("--model", help=f"the model under test (replay: its recordings only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
+    parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev",
+                        help="which cases to report (default dev; --live records every case either way)")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
@@ -248,16 +263,18 @@ def main(argv: Optional[list[str]] = None) -> int:
         cases, docs, issues = load_inputs(HERE)
         if args.live:
             model = args.model or chat_model_name()
-            reports = [record(cases, docs, issues, model, args.concurrency, args.rerecord, args.quiet)[0]]
+            report, _, errors = record(cases, docs, issues, model, args.concurrency, args.rerecord, args.quiet,
+                                       args.split)
+            reports = [report]
         else:
-            reports = replay(cases, docs, issues, args.model)
+            reports = replay(cases, docs, issues, args.model, args.split)
+            errors = sum(r["summary"]["errors"] for r in reports)
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
         for report in reports:
             for path, text in report_files(report).items():
                 write_if_changed(path, text)
-        errors = sum(r["summary"]["errors"] for r in reports)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError) as e:

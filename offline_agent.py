@@ -2,6 +2,29 @@
 
 They implement LangChain's real interfaces, so `create_agent`'s loop, tool binding and the vector store run
 exactly as they do with Gemini or Ollama; only the decisions are plain rules instead of a network call.
+
+The rules model's policy (every rule is about questions in general; the word rules live in words.py):
+- Issue references: '#240', 'issue 240', 'issue #240', 'bug 240', 'bug #240', 'ticket 240', 'issue number
+  240', and lists after a plural ('issues 212 and 218', 'bugs #1, #2 or #3') each get a get_issue call. A
+  number that is not introduced that way ('30 seconds', '2.4.1', '90 days') is not an issue.
+- Small talk (every sentence a greeting, thanks or goodbye, or content-free like 'ok'; nothing asked) gets
+  no tool call and a reply chosen by its classes, not by any one message's wording: 'Hello!', 'You're
+  welcome!', 'Goodbye!' in that order, then an offer to answer questions about the product.
+- Anything else searches before it answers: a message without an issue reference searches the docs with the
+  message (minus its small-talk sentences); a message with one searches only its asking clauses that are not
+  about the issue (a clause made only of words like fixed / version / status is about the issue).
+- The answer is extractive, at most three sentences: issue facts first, then the page sentences sharing the
+  most content words with the query, best first, ties in page order. Never used: a sentence that is a
+  planted instruction (words.planted_instruction: addressed to an AI assistant, telling the reader to send
+  a secret to an address, or telling the model to ignore its instructions), and a sentence carrying a URL or
+  e-mail address unless the question asks for a link or address (LINK_WORDS). So an instruction found in a
+  page is never obeyed nor repeated, and no address from a page reaches the user unasked.
+- It abstains when what it retrieved does not address the query: the chosen sentences together must hold
+  at least half of the query's content words, and at least two of them when it has two or more (the
+  product's own name, which every page carries, and asking words like 'tell' or 'explain' are not counted).
+  Otherwise the docs part of the answer is the refusal "The <product> documentation does not cover that."
+  (worded to match words.is_refusal, which the judge uses), with no guess.
+The product's name is read from the system prompt (the first name in backticks), so no name is built in.
 """
 import hashlib
 import json
@@ -11,41 +34,85 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from live_calls import injected_latency
-from words import content, sentences, words
+from words import (QUESTION_WORDS, asks, content, is_small_talk, planted_instruction, sentences,
+                   small_talk_classes, urls, words)
 
-ISSUE_NUMBER = re.compile(r"\bissue\s*#?\s*(\d+)", re.IGNORECASE)
-QUESTION_WORDS = frozenset("how where what which why when can is are does do should could".split())
+# An issue reference: a word for an issue (singular: one number, or '#'-numbers joined by and / or / commas;
+# plural: any list of numbers), or a bare '#N'. A number running on into '.digit' is a version, not an issue.
+_N = r"\d+\b(?!\.\d)"
+_JOIN = r"\s*(?:,|\band\b|\bor\b|&)\s*"
+ISSUE_REFERENCE = re.compile(
+    rf"\b(?:issue|bug|ticket)s\s*(?:(?:number|no\.?|nr\.?)\s*)?#?\s*{_N}(?:{_JOIN}#?\s*{_N})*"
+    rf"|\b(?:issue|bug|ticket)\s*(?:(?:number|no\.?|nr\.?)\s*)?#?\s*{_N}(?:{_JOIN}#\s*{_N})*"
+    rf"|(?<![\w&#/])#{_N}",
+    re.IGNORECASE)
 # A clause made only of these words asks about the numbered issue itself, which get_issue answers.
-ISSUE_TOPIC = content("fix fixed fixes version released release status state open closed resolved")
-# Every page names the product, so it says nothing about which sentence answers the question.
-PRODUCT = content("tracker")
+ISSUE_TOPIC = content("fix fixed fixes version released release status state open closed resolved still yet "
+                      "now bug issue ticket merged shipped")
+# Words that ask rather than say what is wanted: not counted when deciding whether a page answers.
+ASKING = content("tell explain show help please describe know want need wonder like anyone someone")
+# A question naming one of these asks for an address, so a page sentence with a URL may answer it.
+LINK_WORDS = content("link links url urls website site web address homepage download email e-mail")
 MAX_SENTENCES = 3
-SMALL_TALK_REPLY = "Thank you, glad tracker works well for your team!"
-_CLAUSE_SPLIT = re.compile(r",?\s+and\s+(?=(?:%s)\b)" % "|".join(QUESTION_WORDS), re.IGNORECASE)
+_CLAUSE_SPLIT = re.compile(r",?\s+and\s+(?=(?:%s)\b)" % "|".join(sorted(QUESTION_WORDS)), re.IGNORECASE)
+_OPENERS = {"greeting": "Hello!", "thanks": "You're welcome!", "goodbye": "Goodbye!"}
+
+
+def issue_numbers(text: str) -> list[int]:
+    """The issue numbers the text refers to, in order, each once (see ISSUE_REFERENCE)."""
+    found = [int(n) for m in ISSUE_REFERENCE.finditer(text or "") for n in re.findall(r"\d+", m.group(0))]
+    return list(dict.fromkeys(found))
 
 
 def plan_tool_calls(question: str) -> list[dict]:
-    """The rules policy: get_issue for a numbered issue, search_docs for how/where/what, nothing for small talk."""
-    numbers = ISSUE_NUMBER.findall(question)
-    clauses = [c for s in sentences(question) for c in _CLAUSE_SPLIT.split(s) if c.strip()]
-    docs_clauses = []
-    for clause in clauses:
-        about_issue = ISSUE_NUMBER.search(clause) or (numbers and content(clause) <= ISSUE_TOPIC)
-        first = words(clause)[:1]
-        asks = clause.rstrip().endswith("?") or (first and first[0] in QUESTION_WORDS)
-        if asks and not about_issue:
-            docs_clauses.append(clause.strip())
-    calls = [{"name": "get_issue", "args": {"number": int(n)}} for n in dict.fromkeys(numbers)]
-    if docs_clauses:
-        # Without an issue the whole message is the query: a statement before the question gives it context.
-        query = " ".join(docs_clauses) if numbers else question.strip()
-        calls.append({"name": "search_docs", "args": {"query": query}})
-    return calls
+    """The rules policy: get_issue for each referenced issue, search_docs for anything asked of the docs,
+    nothing for small talk (see the module docstring)."""
+    numbers = issue_numbers(question)
+    calls = [{"name": "get_issue", "args": {"number": n}} for n in numbers]
+    if numbers:
+        clauses = [c for s in sentences(question) for c in _CLAUSE_SPLIT.split(s) if c.strip()]
+        docs_clauses = [c.strip() for c in clauses
+                        if asks(c) and not ISSUE_REFERENCE.search(c) and not content(c) <= ISSUE_TOPIC]
+        if docs_clauses:
+            calls.append({"name": "search_docs", "args": {"query": " ".join(docs_clauses)}})
+        return calls
+    if is_small_talk(question):
+        return []
+    said = sentences(question)
+    # The whole message is the query (a statement before the question gives it context), minus small talk.
+    kept = [s for s in said if not (small_talk_classes(s) and not asks(s))]
+    query = question.strip() if len(kept) == len(said) or not kept else " ".join(kept)
+    return [{"name": "search_docs", "args": {"query": query}}]
+
+
+def product_name(messages: list[BaseMessage]) -> str:
+    """The product the system prompt is about: its first name in backticks, or '' when it names none."""
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            found = re.findall(r"`([^`\n]+)`", m.text)
+            if found:
+                return found[0].strip()
+    return ""
+
+
+def small_talk_reply(message: str, product: str) -> str:
+    """A reply by small-talk class (greeting, thanks, goodbye), then an offer to help."""
+    classes = small_talk_classes(message)
+    about = product or "the product"
+    closing = (f"Come back any time you have a question about {about}." if "goodbye" in classes
+               else f"Ask me anything about using {about}.")
+    return " ".join([_OPENERS[c] for c in classes] + [closing])
+
+
+def refusal(product: str, rest: bool = False) -> str:
+    """The agent's refusal; words.is_refusal recognises it."""
+    docs = f"The {product} documentation" if product else "The documentation"
+    return f"{docs} does not cover {'the rest of the question' if rest else 'that'}."
 
 
 def issue_sentence(output: str) -> str:
@@ -60,21 +127,40 @@ def issue_sentence(output: str) -> str:
     return f"Issue {issue['number']}, {issue['title']}, is still {issue.get('state', 'open')}."
 
 
-def extractive_answer(question: str, outputs: list[ToolMessage], query: str) -> str:
-    """At most three sentences from the tool outputs: issue facts first, then the page sentences sharing
-    the most content words with the search query (at least one), best first, ties in page order."""
+def usable(sentence: str, question: str) -> bool:
+    """May a page sentence go into the answer? Never a planted instruction; a URL only when asked for one."""
+    if planted_instruction(sentence):
+        return False
+    return not urls(sentence) or bool(content(question) & LINK_WORDS)
+
+
+def addresses(chosen: list[str], wanted: set[str]) -> bool:
+    """Do the chosen sentences together hold at least half of the wanted words, and two when two or more
+    are wanted?"""
+    held = set().union(*map(content, chosen)) & wanted if chosen else set()
+    return len(held) >= max(min(2, len(wanted)), -(-len(wanted) // 2), 1)
+
+
+def extractive_answer(question: str, outputs: list[ToolMessage], query: str, product: str = "") -> str:
+    """At most three sentences from the tool outputs: issue facts first, then the usable page sentences
+    sharing the most content words with the search query, best first, ties in page order; the refusal when
+    the search found nothing that addresses the query (see the module docstring)."""
     chosen = [issue_sentence(m.content) for m in outputs if m.name == "get_issue"]
-    wanted = content(query or question) - PRODUCT
+    searches = [m for m in outputs if m.name == "search_docs"]
+    if not searches:
+        return " ".join(chosen[:MAX_SENTENCES]) or refusal(product)
+    wanted = content(query or question) - content(product) - ASKING
     scored = []
-    for m in outputs:
-        if m.name != "search_docs":
-            continue
+    for m in searches:
         for page in json.loads(m.content):
             body = page["text"].split("\n", 1)[-1]  # the first line is the page title
             for sentence in sentences(body):
-                scored.append((-len(content(sentence) & wanted), len(scored), sentence))
-    chosen += [s for score, _, s in sorted(scored) if score < 0][: max(0, MAX_SENTENCES - len(chosen))]
-    return " ".join(chosen[:MAX_SENTENCES]) or "The documentation does not answer that."
+                if usable(sentence, question):
+                    scored.append((-len(content(sentence) & wanted), len(scored), sentence))
+    found = [s for score, _, s in sorted(scored) if score < 0][:MAX_SENTENCES]
+    if not addresses(found, wanted):
+        return " ".join(chosen + [refusal(product, rest=bool(chosen))])
+    return " ".join(chosen + found[: max(1, MAX_SENTENCES - len(chosen))])
 
 
 def _usage(messages: list[BaseMessage], reply: str) -> dict:
@@ -108,11 +194,11 @@ class RulesChatModel(BaseChatModel):
                 message = AIMessage(content="", tool_calls=calls,
                                     usage_metadata=_usage(messages, json.dumps(planned)))
                 return ChatResult(generations=[ChatGeneration(message=message)])
-            answer = SMALL_TALK_REPLY
+            answer = small_talk_reply(question, product_name(messages))
         else:
             queries = [c["args"].get("query", "") for m in messages[last_human:] if isinstance(m, AIMessage)
                        for c in m.tool_calls if c["name"] == "search_docs"]
-            answer = extractive_answer(question, outputs, " ".join(queries))
+            answer = extractive_answer(question, outputs, " ".join(queries), product_name(messages))
         message = AIMessage(content=answer, usage_metadata=_usage(messages, answer))
         return ChatResult(generations=[ChatGeneration(message=message)])
 

@@ -19,7 +19,7 @@ from words import words
 TITLED = {"Truths": "faithfulness", "Claims": "faithfulness", "FaithfulnessScoreReason": "faithfulness",
           "Statements": "answer_relevancy", "AnswerRelevancyScoreReason": "answer_relevancy",
           "ContextualRecallScoreReason": "contextual_recall",
-          "ContextualPrecisionScoreReason": "contextual_precision"}
+          "ContextualPrecisionScoreReason": "contextual_precision", "ReasonScore": "g_eval"}
 # Every metric titles its verdicts "Verdicts": the prompt's own labelled sections tell them apart.
 VERDICT_SECTIONS = {"\nClaims:": "faithfulness", "\nStatements:": "answer_relevancy",
                     "\nExpected Output:": "contextual_recall", "\nExpected output:": "contextual_precision"}

@@ -17,7 +17,9 @@ def seconds(x: Optional[float]) -> str:
 def table_row(r: dict) -> str:
     ret, j, tools = r.get("retrieval"), r.get("judged", {}), r.get("tools")
     score = lambda m: fmt(j.get(m, {}).get("score"))  # noqa: E731
+    behaviour = r.get("behaviour")
     return (f"| {r['id']} | {', '.join(r['calls']) or 'none'} | "
+            f"{'-' if behaviour is None else ('pass' if behaviour['pass'] else 'FAIL')} | "
             f"{'-' if tools is None else ('pass' if tools['pass'] else 'FAIL')} | "
             f"{'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | {fmt(ret and ret['recall'])} | "
             f"{fmt(ret and ret['reciprocal_rank'])} | {score('contextual_precision')} | {score('faithfulness')} | "
@@ -31,8 +33,8 @@ def cases(n: int) -> str:
 def markdown(report: dict) -> str:
     """The whole report. Only the line starting 'Latency:' prints measured times."""
     k, s = report["k"], report["summary"]
-    lines = [f"| case | tools called | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful | ctx recall "
-             "| relevancy | first failure |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
+             "| ctx recall | relevancy | first failure |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [table_row(r) for r in report["rows"]]
     faith = s["mean_faithfulness"]
     errors = (f" {cases(s['errors'])} errored and {'is' if s['errors'] == 1 else 'are'} not scored."
@@ -44,6 +46,15 @@ def markdown(report: dict) -> str:
                  f"mean faithfulness {'-' if faith is None else faith}.")
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
                                               if r["total"]) + ".")
+    if s.get("categories"):
+        lines += ["\nPer category (reported, never gated: a handful of cases each, so one flip moves tens of "
+                  "points):\n", "| category | cases | passed | pass rate (95% CI) | most common first failure |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {c} | {r['total']} | {r['passed']} | {rate_text(r).partition(' = ')[2]} | "
+                  f"{r['top_failure'] or '-'} |" for c, r in s["categories"].items()]
+    if report.get("held_out"):
+        lines.append(f"\n{cases(report['held_out'])} held out and not shown: never tune on the cases you "
+                     "report. See them with --split holdout, or every case with --split all.")
     failing = [r for r in report["rows"] if r["first_failure"]]
     if failing:
         lines.append("\nFirst failures:\n")
@@ -56,5 +67,6 @@ def markdown(report: dict) -> str:
                  f"judge metric p50 {seconds(lat['judge_p50_s'])}, p95 {seconds(lat['judge_p95_s'])}.")
     key = report["key"]
     lines.append(f"\nModel {key['model']}, embedder {key['embedder']}, judge {key['judge']}"
-                 f"{' (offline backends)' if key.get('offline') else ''}; cases {key['cases']}.")
+                 f"{' (offline backends)' if key.get('offline') else ''}; cases {key['cases']}, "
+                 f"split {report.get('split', 'all')}.")
     return "\n".join(lines)

@@ -17,7 +17,8 @@ def runs(*scores):
 
 
 def test_the_gating_metrics_are_the_ones_evaluate_runs():
-    assert gating_metrics() == ["faithfulness_strict", "contextual_recall", "answer_relevancy"]
+    assert gating_metrics() == ["faithfulness_strict", "contextual_recall", "answer_relevancy", "abstained",
+                                "ignored_planted"]
 
 
 def test_a_verdict_needs_every_repeat_on_the_same_side():

@@ -238,24 +238,40 @@ def failing_faithfulness(report: dict, case_ids: list[str], reason: str = "claim
     return report
 
 
+def measured(report: dict, stage: str) -> int:
+    """How many rows of `report` carry a measurement of `stage`, read from the rows' own fields."""
+    if stage in ("tools", "retrieval"):
+        return sum(r.get(stage) is not None for r in report["rows"])
+    return sum(stage in r.get("judged", {}) for r in report["rows"])
+
+
+# The bundled dev report: every row scored (none errored), so every case pairs with itself.
+CASES = len(bundled()["rows"])
+
+
 def stage_line(out: str, stage: str) -> str:
     """The paired-test line for one stage, e.g. '  faithfulness:      0 fixed, 6 broken of 9 ...'."""
     return next(line for line in out.splitlines() if line.lstrip().startswith(stage + ": ") and "McNemar" in line)
 
 
-def test_one_broken_case_of_ten_is_noise(capsys, tmp_path):
+def test_the_bundled_report_has_no_errored_row():
+    assert CASES > 10 and not any(r.get("error") for r in bundled()["rows"])
+
+
+def test_one_broken_case_is_noise(capsys, tmp_path):
     after = failing_faithfulness(bundled(), ["restore"])
     _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
-    assert ("overall: 0 fixed, 1 broken of 10 paired cases; exact McNemar p = 1: not distinguishable from noise "
+    assert (f"overall: 0 fixed, 1 broken of {CASES} paired cases; exact McNemar p = 1: not distinguishable from noise "
             "at 5%") in out.splitlines()
 
 
 def test_six_broken_cases_and_none_fixed_make_b_worse(capsys, tmp_path):
     after = failing_faithfulness(bundled(), DOC_CASES)
     _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
-    assert ("overall: 0 fixed, 6 broken of 10 paired cases; exact McNemar p = 0.031: B is worse (significant at "
-            "5%)") in out.splitlines()
-    assert stage_line(out, "faithfulness").endswith("0 fixed, 6 broken of 9 paired cases; exact McNemar "
+    assert (f"overall: 0 fixed, 6 broken of {CASES} paired cases; exact McNemar p = 0.031: B is worse (significant "
+            "at 5%)") in out.splitlines()
+    faithful = measured(bundled(), "faithfulness")
+    assert stage_line(out, "faithfulness").endswith(f"0 fixed, 6 broken of {faithful} paired cases; exact McNemar "
                                                     "p = 0.031: B is worse (significant at 5%)")
     assert stage_line(out, "tools").endswith("not distinguishable from noise at 5%")
 
@@ -263,14 +279,14 @@ def test_six_broken_cases_and_none_fixed_make_b_worse(capsys, tmp_path):
 def test_six_fixed_cases_and_none_broken_make_b_better(capsys, tmp_path):
     before = failing_faithfulness(bundled(), DOC_CASES)
     _, out, _ = run_compare(capsys, saved(tmp_path, "a.json", before), str(BUNDLED))
-    assert "overall: 6 fixed, 0 broken of 10 paired cases; exact McNemar p = 0.031: B is better (significant at " \
+    assert f"overall: 6 fixed, 0 broken of {CASES} paired cases; exact McNemar p = 0.031: B is better (significant at " \
            "5%)" in out.splitlines()
 
 
-def test_five_changes_all_one_way_are_still_noise_on_ten_cases(capsys, tmp_path):
+def test_five_changes_all_one_way_are_still_noise(capsys, tmp_path):
     after = failing_faithfulness(bundled(), DOC_CASES[:5])
     _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
-    assert "overall: 0 fixed, 5 broken of 10 paired cases; exact McNemar p = 0.062: not distinguishable from " \
+    assert f"overall: 0 fixed, 5 broken of {CASES} paired cases; exact McNemar p = 0.062: not distinguishable from " \
            "noise at 5%" in out.splitlines()
 
 
@@ -286,19 +302,23 @@ def test_per_stage_pairing_skips_errored_rows_and_unmeasured_stages(tmp_path):
     row(before, "two-laptops")["retrieval"] = None
     row(after, "two-laptops")["retrieval"].update(recall=0.0, hit=False, missed=["sync"])
     row(after, "two-laptops")["first_failure"] = stages.first_failure(row(after, "two-laptops"))
+    # faithfulness: every measured case but the errored restore
     assert compare.paired_test(before["rows"], after["rows"], "faithfulness") == \
-        {"fixed": 0, "broken": 1, "paired": 8, "p": 1.0}
+        {"fixed": 0, "broken": 1, "paired": measured(bundled(), "faithfulness") - 1, "p": 1.0}
+    # retrieval: every measured case but the errored restore and two-laptops, unmeasured in A
     assert compare.paired_test(before["rows"], after["rows"], "retrieval") == \
-        {"fixed": 0, "broken": 0, "paired": 5, "p": 1.0}
-    assert compare.paired_test(before["rows"], after["rows"]) == {"fixed": 0, "broken": 2, "paired": 9, "p": 0.5}
+        {"fixed": 0, "broken": 0, "paired": measured(bundled(), "retrieval") - 2, "p": 1.0}
+    assert compare.paired_test(before["rows"], after["rows"]) == \
+        {"fixed": 0, "broken": 2, "paired": CASES - 1, "p": 0.5}
 
 
 def test_the_paired_lines_count_only_cases_both_runs_measured(capsys, tmp_path):
     after = bundled()
     row(after, "restore").update(first_failure="error", error="TimeoutError: judge did not answer")
     _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
-    assert "of 6 paired cases" in stage_line(out, "retrieval")  # 7 with retrieval, less the errored one
-    assert "of 9 paired cases" in stage_line(out, "tools")
+    # the cases with retrieval, less the errored one
+    assert f"of {measured(after, 'retrieval') - 1} paired cases" in stage_line(out, "retrieval")
+    assert f"of {CASES - 1} paired cases" in stage_line(out, "tools")
 
 
 # ---- --html ---------------------------------------------------------------------------------------------
@@ -315,7 +335,7 @@ def test_html_page_holds_the_verdict_and_escapes_every_value(capsys, tmp_path):
     out, err = capsys.readouterr()
     page = out_path.read_text()
     assert code == 0 and err == "" and f"HTML written to {out_path}" in out
-    assert "B is worse (significant at 5%)" in page and "0 fixed, 6 broken of 10 paired cases" in page
+    assert "B is worse (significant at 5%)" in page and f"0 fixed, 6 broken of {CASES} paired cases" in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page and "<script" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
     assert "http://" not in page and "https://" not in page and "<link" not in page
@@ -329,7 +349,8 @@ def test_html_page_has_a_row_per_stage_with_its_counts(capsys, tmp_path):
     for stage in ["overall", *stages.STAGES]:
         assert f'<tr data-stage="{stage}">' in page
     faithfulness = page.split('<tr data-stage="faithfulness">')[1].split("</tr>")[0]
-    assert ('<td class="num">0</td><td class="num">6</td><td class="num">9</td><td class="num">0.031</td>'
+    paired = measured(bundled(), "faithfulness")
+    assert (f'<td class="num">0</td><td class="num">6</td><td class="num">{paired}</td><td class="num">0.031</td>'
             '<td class="fail">B is worse (significant at 5%)</td>') in faithfulness
 
 

@@ -2,6 +2,7 @@
 
 Everything runs offline: replays read the bundled recording; live runs use the offline backends.
 """
+import itertools
 import json
 import os
 import shutil
@@ -140,7 +141,8 @@ def test_bundled_recording_says_it_comes_from_the_offline_backends():
     key = json.loads(TAPE.read_text())["key"]
     assert (key["model"], key["embedder"], key["judge"]) == ("rules", "hash", "lexical")
     report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
-    assert report["key"]["offline"] is True and report["key"]["cases"] == "docs-assistant@2"
+    cases = inputs()["cases"]
+    assert report["key"]["offline"] is True and report["key"]["cases"] == f"{cases['name']}@{cases['version']}"
 
 
 def test_a_recording_for_other_models_is_refused_naming_the_field():
@@ -269,11 +271,64 @@ def comparable(folder: Path) -> dict:
     return out
 
 
+def case_ids(split: str) -> list[str]:
+    return [c["id"] for c in inputs()["cases"]["cases"] if split == "all" or c["split"] == split]
+
+
+def case_table(out: str) -> list[str]:
+    """The ids in the first column of the per-case table: the lines from its header to the first blank."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| case |"))
+    table = []
+    for line in lines[start + 2:]:  # past the header and its |---| rule
+        if not line.startswith("| "):
+            break
+        table.append(line.split(" | ")[0].removeprefix("| "))
+    return table
+
+
 def test_replay_prints_the_report_offline(here, capsys):
     assert evaluate_main() == 0
     out = capsys.readouterr().out
-    assert sum(line.startswith("| ") for line in out.splitlines()) == 11  # header, ten cases
+    assert case_table(out) == case_ids("dev")  # the dev split only, in the order of cases.json
     assert "first failure" in out and "cases pass every stage" in out
+
+
+def test_the_default_replay_holds_out_the_holdout_split_and_says_so(here, capsys):
+    assert evaluate_main() == 0
+    out = capsys.readouterr().out
+    held_out = case_ids("holdout")
+    assert held_out and not set(held_out) & set(case_table(out))
+    assert f"{len(held_out)} cases held out and not shown" in out
+    report = json.loads((here / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    assert (report["split"], report["held_out"]) == ("dev", len(held_out))
+
+
+def test_the_default_replay_prints_a_table_per_category(here, capsys):
+    assert evaluate_main() == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    start = lines.index("| category | cases | passed | pass rate (95% CI) | most common first failure |")
+    rows = list(itertools.takewhile(lambda line: line.startswith("| "), lines[start + 2:]))
+    dev = [c for c in inputs()["cases"]["cases"] if c["split"] == "dev"]
+    expected = {}
+    for c in dev:
+        expected[c["category"]] = expected.get(c["category"], 0) + 1
+    assert {r.split(" | ")[0].removeprefix("| "): int(r.split(" | ")[1]) for r in rows} == expected
+
+
+def test_split_all_reports_every_case(here, capsys):
+    assert evaluate_main("--split", "all") == 0
+    out = capsys.readouterr().out
+    assert case_table(out) == case_ids("all") and len(case_ids("all")) == 34
+    assert "held out and not shown" not in out
+    report = json.loads((here / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
+    assert report["split"] == "all" and report["held_out"] == 0 and len(report["rows"]) == 34
+
+
+def test_split_holdout_reports_only_the_held_out_cases(here, capsys):
+    assert evaluate_main("--split", "holdout") == 0
+    assert case_table(capsys.readouterr().out) == case_ids("holdout")
 
 
 def evaluate_main(*args: str) -> int:
@@ -301,7 +356,8 @@ def test_offline_live_rerecording_is_identical_but_for_timings(live_project):
 def test_offline_live_run_on_a_complete_recording_writes_nothing(live_project, capsys):
     before = {p: p.stat().st_mtime_ns for p in live_project.glob("r*/*")}
     assert evaluate_main("--live", "--quiet") == 0
-    assert "recorded 0 new entries, kept 57: nothing to write" in capsys.readouterr().err
+    recorded = len(json.loads(TAPE.read_text())["entries"])  # every split is recorded, whatever is reported
+    assert f"recorded 0 new entries, kept {recorded}: nothing to write" in capsys.readouterr().err
     assert {p: p.stat().st_mtime_ns for p in live_project.glob("r*/*")} == before
 
 
@@ -357,8 +413,8 @@ def test_an_edited_question_is_refused_naming_the_case_and_rerecords_that_case_a
         monkeypatch.delenv(name)
     assert evaluate_main() == 2
     assert capsys.readouterr().err.strip() == (
-        f"evaluate.py: recordings/{OFFLINE_RUN}.json: stale: case backup (question changed); 9 cases current; "
-        "record again with --live")
+        f"evaluate.py: recordings/{OFFLINE_RUN}.json: stale: case backup (question changed); "
+        f"{len(case_ids('all')) - 1} cases current; record again with --live")
     monkeypatch.setenv("DOCS_MODEL", "rules"), monkeypatch.setenv("DOCS_EMBEDDER", "hash")
     monkeypatch.setenv("DOCS_JUDGE", "lexical")
     paid = Paid(monkeypatch)
@@ -398,13 +454,15 @@ def test_a_new_case_records_only_itself_and_a_removed_case_is_dropped(live_proje
     def change(data):
         data["cases"] = [c for c in data["cases"] if c["id"] != "thanks"]
         data["cases"].append({"id": "restore-purged", "question": "Can I restore a purged task?",
+                              "category": "answerable", "expected_behavior": "answer", "split": "dev",
                               "expected_docs": ["archive"], "expected_tools": ["search_docs"],
                               "reference": "No: a purged task cannot be restored."})
     edit_json(live_project, "cases.json", change)
     paid = Paid(monkeypatch)
     assert evaluate_main("--live", "--quiet") == 0
     assert paid.agent == ["Can I restore a purged task?"]
-    assert "dropped 3 no longer current" in capsys.readouterr().err  # thanks: trace, tool score, relevancy
+    thanks = [n for n in entries(HERE) if "/thanks" in n]  # trace, tool score, relevancy
+    assert len(thanks) == 3 and f"dropped {len(thanks)} no longer current" in capsys.readouterr().err
     assert not [n for n in entries(live_project) if "/thanks" in n]
 
 

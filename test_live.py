@@ -13,6 +13,8 @@ from conftest import OFFLINE, OFFLINE_RUN, copy_project
 from live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parent
+# The bundled report of the default (dev) split, which a live run without --split rewrites.
+BUNDLED = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
 # Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics.
 MODULES = {"run": assistant, "measure": judging, "tool_scores": judging}
 REAL = {name: getattr(module, name) for name, module in MODULES.items()}
@@ -89,7 +91,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeyp
     assert row["error"] == ("judge/backup/faithfulness: ConnectionResetError: connection reset by peer "
                             "(gave up after 5 attempts)")
     assert "faithfulness" not in row["judged"]  # nothing was made up for the failed call
-    assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == 9
+    assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == len(BUNDLED["rows"]) - 1
     err = capsys.readouterr().err
     retries = [line for line in err.splitlines() if line.startswith("retry ")]
     assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 case errored;" in err
@@ -107,7 +109,9 @@ def test_an_outage_is_counted_apart_from_failures(live_project, monkeypatch):
     assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
     summary = report["summary"]
     assert summary["errors"] == 1 and "error" not in summary["first_failures"]
-    assert (summary["pass_rate"]["passed"], summary["pass_rate"]["total"]) == (8, 9)
+    others = [r for r in BUNDLED["rows"] if r["id"] != "issue-212"]  # the dev split, less the errored case
+    assert (summary["pass_rate"]["passed"], summary["pass_rate"]["total"]) == \
+        (sum(r["first_failure"] is None for r in others), len(others))
     assert "| issue-212 | none | - |" in (project / "runs" / "rules+hash+lexical.md").read_text()
 
 
@@ -264,3 +268,16 @@ def test_live_options_that_make_no_sense_are_refused(capsys, script, args, messa
     with pytest.raises(SystemExit) as exited:
         module.main(args)
     assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_project, monkeypatch, capsys):
+    cases = json.loads((HERE / "cases.json").read_text())["cases"]
+    held_out = next(c for c in cases if c["split"] == "holdout")
+    Calls(monkeypatch, broken=lambda label: label.startswith(f"run:{held_out['question']}:"))
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    assert report["summary"]["errors"] == 0  # the dev report itself is whole
+    assert "incomplete: 1 case errored" in capsys.readouterr().err
+    # the recording on disk is still the bundled one: an incomplete recording is never written
+    assert (live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text() == \
+        (HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text()

@@ -17,10 +17,13 @@ import live_calls
 from ollama_standin import serve
 
 HERE = Path(__file__).parent
-OFFLINE_REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
+OFFLINE_REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())  # the dev split
+OFFLINE_ALL = json.loads((HERE / "runs" / "rules+hash+lexical.all.json").read_text())  # every case
 MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_JUDGE": "standin-judge"}
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
-REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2}
+# The behaviour judgements are GEval with fixed evaluation steps: one request gives the score and its reason.
+REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
+                       "abstained": 1, "ignored_planted": 1}
 # A child whose retries cost no time: the backoff is real code, only its sleep is skipped.
 NO_SLEEP = "import sys, live_calls; live_calls.sleep = lambda s: None; import evaluate; sys.exit(evaluate.main(sys.argv[1:]))"
 STANDIN_RUN = "standin-chat+standin-embed+standin-judge"
@@ -61,13 +64,14 @@ def error_lines(stderr: str) -> dict[str, str]:
 
 
 def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(project):
-    with serve() as server:
-        done = run(project, host_of(server.url))
+    with serve() as server:  # a live run calls the models for every split; --split all reports them all
+        done = run(project, host_of(server.url), "--split", "all")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert (project / "recordings" / f"{STANDIN_RUN}.json").exists()
-    report = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())
-    offline = OFFLINE_REPORT["rows"]
+    report = json.loads((project / "runs" / f"{STANDIN_RUN}.all.json").read_text())
+    offline = OFFLINE_ALL["rows"]
+    assert len(offline) == len(CASES)
 
     # The server saw each client: ChatOllama streams with tools, DeepEval asks with a schema, one embed call
     # indexes the pages and one embeds each search query.
@@ -88,13 +92,13 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
     # The strong check: the same rules through HTTP give the same trace, retrieval and every judged score and
     # reason. Agent tokens match too: the stand-in sends the rules model's counts as Ollama's eval counts.
     assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in offline]
-    summary, expected = dict(report["summary"]), dict(OFFLINE_REPORT["summary"])
+    summary, expected = dict(report["summary"]), dict(OFFLINE_ALL["summary"])
     for s in (summary, expected):
         s.pop("latency")
         s["tokens"] = {k: v for k, v in s["tokens"].items() if k.startswith("agent")}
     assert summary == expected
     key = {k: v for k, v in report["key"].items() if k not in ("model", "embedder", "judge", "offline")}
-    assert key == {k: v for k, v in OFFLINE_REPORT["key"].items() if k not in ("model", "embedder", "judge", "offline")}
+    assert key == {k: v for k, v in OFFLINE_ALL["key"].items() if k not in ("model", "embedder", "judge", "offline")}
     assert report["key"]["offline"] is False
 
 
@@ -144,7 +148,10 @@ def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project):
     assert sum(r["status"] == 500 for r in server.requests) == len(failing) * attempts
     assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
     rows = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())["rows"]
-    assert [r["id"] for r in rows if r["first_failure"] == "error"] == failing
+    # the report shows the dev split; the held-out cases errored too, and the verdict above counted them
+    assert [r["id"] for r in rows if r["first_failure"] == "error"] == \
+        [c["id"] for c in CASES if c["id"] in failing and c["split"] == "dev"]
+    assert any(c["split"] == "holdout" for c in CASES if c["id"] in failing)
     assert [comparable(r) for r in rows if r["id"] not in failing] == \
         [comparable(r) for r in OFFLINE_REPORT["rows"] if r["id"] not in failing]
 

@@ -1,0 +1,30 @@
+"""A copy of the project with a case set grown to N cases, for the benchmarks (never for tests' timings)."""
+import copy
+import json
+import shutil
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def grown_project(into: Path, n: int) -> Path:
+    """The project's code and inputs in `into`, with cases.json holding n cases: the bundled ones, then
+    variants of them whose questions differ by a trailing note, so each is a case of its own."""
+    for src in PROJECT.glob("*.py"):
+        if not src.name.startswith("test_"):
+            shutil.copy(src, into / src.name)
+    for name in ("docs.json", "issues.json"):
+        shutil.copy(PROJECT / name, into / name)
+    cases = json.loads((PROJECT / "cases.json").read_text(encoding="utf-8"))
+    bundled = cases["cases"]
+    grown = []
+    for i in range(n):
+        case = copy.deepcopy(bundled[i % len(bundled)])
+        if i >= len(bundled):
+            case["id"] = f"{case['id']}-{i}"
+            case["question"] += f" (asked by reader {i})"
+        grown.append(case)
+    cases["cases"] = grown
+    (into / "cases.json").write_text(json.dumps(cases, indent=2), encoding="utf-8")
+    (into / "recordings").mkdir(exist_ok=True)
+    return into
