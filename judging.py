@@ -62,7 +62,7 @@ def make_metric(name: str, judge):
 def behaviour_metric(name: str, judge):
     """A strict GEval judgement from BEHAVIOUR_STEPS, reading only the fields READS names."""
     from deepeval.metrics import GEval
-    from deepeval.test_case import LLMTestCaseParams as P
+    from deepeval.test_case import SingleTurnParams as P
 
     params = {"question": P.INPUT, "answer": P.ACTUAL_OUTPUT, "context": P.RETRIEVAL_CONTEXT}
     return GEval(name=name, evaluation_steps=BEHAVIOUR_STEPS[name], model=judge, async_mode=False,

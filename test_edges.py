@@ -89,7 +89,8 @@ def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(live_project,
     done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, env=env, capture_output=True, timeout=120)
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")
     page = (project / "runs" / f"{OFFLINE_RUN}.md").read_text(encoding="utf-8")
-    assert page.rstrip().endswith("cases docs-assistant — café@2.")
+    version = json.loads((project / "cases.json").read_text(encoding="utf-8"))["version"]
+    assert page.rstrip().endswith(f"cases docs-assistant — café@{version}, split dev.")
     assert "café rows —" in (project / "runs" / f"{OFFLINE_RUN}.html").read_text(encoding="utf-8")
     assert done.stdout == page.encode(encoding, errors="replace")  # what the terminal cannot show is a '?'
 
@@ -355,7 +356,8 @@ def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_n
     monkeypatch.setattr(assistant, "run", run)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     err = capsys.readouterr().err
-    assert len(runs) == 10 and "resuming" not in err
+    cases = json.loads((live_project / "cases.json").read_text())["cases"]
+    assert len(runs) == len(cases) and "resuming" not in err  # every case, of every split
     assert err.splitlines()[0].startswith("--rerecord: calling the models for every entry again; the ")
     assert err.splitlines()[0].endswith(" entries an interrupted run kept are dropped")
 

@@ -36,7 +36,9 @@ STANDIN = {"DOCS_MODEL": "gemini-standin-chat", "DOCS_EMBEDDER": "gemini-standin
 CHAT, EMBED, JUDGE = STANDIN.values()
 REJECTED_KEY = "rejected-key"
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
-REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2}
+# The behaviour judgements are GEval with fixed steps: one request each.
+REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
+                       "abstained": 1, "ignored_planted": 1}
 SEARCH_QUERY = next(c["args"]["query"] for c in plan_tool_calls(QUESTION["token-leak"]) if c["name"] == "search_docs")
 
 # The fault run: each case meets one fault, found by its question (its search query for the embedder).
@@ -66,7 +68,8 @@ ERRORED = {"config-keys": "GoogleAPIError: 500 INTERNAL: An internal error has o
            "issue-231": "BlockedResponse: Gemini withheld the answer for safety (finishReason SAFETY)",
            "token-leak": "GoogleGenerativeAIError: 500 INTERNAL",
            "thanks": "EmptyResponse: Gemini returned no candidates"}
-assert set(RECOVERED) | set(ERRORED) == set(CASES)
+FAULT_CASES = set(RECOVERED) | set(ERRORED)  # the fault run records these cases only, one fault each
+assert FAULT_CASES <= set(CASES)
 
 
 @dataclass
@@ -102,8 +105,9 @@ def keyed(pattern: Path, model: str, key=lambda data: data.get("key", {})) -> li
     return [data for data in found if isinstance(data, dict) and key(data).get("model") == model]
 
 
-def report_of(project: Path, model: str) -> dict:
-    found = keyed(project / "runs" / "*.json", model)
+def report_of(project: Path, model: str, split: str = "all") -> dict:
+    """The report of every case (the runs here record and report --split all)."""
+    found = [r for r in keyed(project / "runs" / "*.json", model) if r.get("split") == split]
     assert len(found) == 1, f"{len(found)} reports for {model}"
     return found[0]
 
@@ -160,7 +164,7 @@ def standin():
 def offline(tmp_path_factory, standin) -> tuple[Path, dict]:
     """A copy of the project, and the offline report replayed there from the bundled recording."""
     project = copy_project(tmp_path_factory.mktemp("gemini"))
-    replayed = run(project, standin)
+    replayed = run(project, standin, "--split", "all")
     assert replayed.code == 0, replayed.stderr
     assert replayed.requests == []
     return project, report_of(project, "rules")
@@ -169,12 +173,16 @@ def offline(tmp_path_factory, standin) -> tuple[Path, dict]:
 @pytest.fixture(scope="module")
 def full_run(offline, standin) -> Run:
     """`evaluate.py --live --quiet` with the default Gemini names, in the offline report's project."""
-    return run(offline[0], standin, "--live", "--quiet")
+    return run(offline[0], standin, "--live", "--quiet", "--split", "all")
 
 
 @pytest.fixture(scope="module")
 def fault_run(tmp_path_factory, standin) -> Run:
-    return run(copy_project(tmp_path_factory.mktemp("faults")), standin, "--live", "--quiet", **STANDIN)
+    project = copy_project(tmp_path_factory.mktemp("faults"))
+    cases = json.loads((project / "cases.json").read_text())
+    cases["cases"] = [c for c in cases["cases"] if c["id"] in FAULT_CASES]
+    (project / "cases.json").write_text(json.dumps(cases))
+    return run(project, standin, "--live", "--quiet", "--split", "all", **STANDIN)
 
 
 # ---- the default path, end to end -----------------------------------------------------------------------
@@ -183,7 +191,7 @@ def test_the_default_gemini_path_reproduces_the_offline_report(full_run, offline
     offline_report = offline[1]
     assert full_run.code == 0, full_run.stderr
     # no retry, no warning, no traceback: only the line saying what was recorded
-    assert full_run.stderr.startswith("recorded 57 new entries, kept 0: wrote ") and \
+    assert full_run.stderr.startswith("recorded ") and ", kept 0: wrote " in full_run.stderr and \
         len(full_run.stderr.splitlines()) == 1
     report = full_run.report(DEFAULTS["model"])
     assert {k: report["key"][k] for k in DEFAULTS} == DEFAULTS and report["key"]["offline"] is False
