@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from dataset import InputError, load_calibration
-from entries import sha
+from entries import sha, versioned
 from evaluate import (CALIBRATION_PREFIX, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, file_part,
                       judge_name, write_if_changed)
 from recording import locked_once
@@ -62,7 +62,8 @@ def recorded_judge() -> str:
 
 def deps_of(case: dict, judge: str):
     """A score depends on the judge, the metric and the case fields that metric reads."""
-    deps = {"metric": case["metric"], "judge": judge, **{f: sha(case[f]) for f in READS[case["metric"]]}}
+    deps = {"metric": case["metric"], "judge": judge, **versioned("judge code", judge),
+            **{f: sha(case[f]) for f in READS[case["metric"]]}}
     return lambda value: deps
 
 

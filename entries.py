@@ -1,7 +1,8 @@
 """The recorded entries a case needs, and exactly what each one depends on.
 
 An entry is recorded with the hash of each input it read, so an edit re-pays only the entries that read
-it. What each kind reads:
+it. A model is its name, and for an offline backend also the hash of its code (its code is its model).
+What each kind reads:
 - `agent/<case>`: the question, the prompt, the tool descriptions and the model; if it searched, every
   page (any page can enter any search's top k), the embedder and k; for each issue it looked up, that
   issue's record.
@@ -30,8 +31,10 @@ class Inputs:
     def __init__(self, cases: dict, docs: list[dict], issues: dict, model: str, embedder: str, judge: str):
         self.cases, self.docs, self.issues = cases, docs, issues
         self.model, self.embedder, self.judge = model, embedder, judge
-        self.common = {"prompt": sha(PROMPT), "tool descriptions": sha(TOOL_DESCRIPTIONS), "model": model}
-        self.searched = {"pages": sha(docs), "embedder": embedder, "k": K}
+        self.common = {"prompt": sha(PROMPT), "tool descriptions": sha(TOOL_DESCRIPTIONS), "model": model,
+                       **versioned("model code", model)}
+        self.searched = {"pages": sha(docs), "embedder": embedder, "k": K, **versioned("embedder code", embedder)}
+        self.judged = {"judge": judge, **versioned("judge code", judge)}
         self.planted = {d["id"] for d in docs if d.get("planted")}
 
     def planted_retrieved(self, trace: dict) -> list[str]:
@@ -58,8 +61,16 @@ class Inputs:
     def judge_deps(self, metric: str, case: dict, trace: dict, context: list[str]) -> Callable[[dict], dict]:
         fields = {"question": case["question"], "answer": trace["answer"], "context": context,
                   "reference": case["reference"]}
-        deps = {"metric": metric, "judge": self.judge, **{f: sha(fields[f]) for f in READS[metric]}}
+        deps = {"metric": metric, **self.judged, **{f: sha(fields[f]) for f in READS[metric]}}
         return lambda value: deps
+
+
+def versioned(field: str, name: str) -> dict:
+    """{field: hash of its code} for an offline backend, whose code is its model; nothing for other models."""
+    from providers import code_version
+
+    version = code_version(name)
+    return {field: version} if version else {}
 
 
 def agent_entry(case: dict) -> str:

@@ -16,12 +16,13 @@ import errno
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
 from typing import Optional
 from urllib.parse import urlsplit
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
+# An offline backend's code is its model: what it records changes when these files change.
+OFFLINE_SOURCES = {"rules": ("offline_agent.py", "words.py"), "hash": ("offline_agent.py", "words.py"),
+                   "lexical": ("lexical_judge.py", "words.py")}
 KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
@@ -55,6 +56,20 @@ class InvalidJudgeAnswer(UnusableAnswer):
 
 def is_gemini(name: str) -> bool:
     return name.startswith("gemini")
+
+
+def code_version(name: str) -> Optional[str]:
+    """A hash of the source files behind an offline backend; None for a hosted or local model, whose name
+    is all a recording can know of it."""
+    if name not in OFFLINE_SOURCES:
+        return None
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256()
+    for source in OFFLINE_SOURCES[name]:
+        digest.update((Path(__file__).parent / source).read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def is_offline(name: str) -> bool:
@@ -98,6 +113,9 @@ def gemini_http_options(timeout_s: Optional[float] = None):
 
 def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
     """Names of the models an Ollama server has pulled; a clear error when it does not answer."""
+    import urllib.error
+    import urllib.request  # only a live run asks a server; a replay never loads http
+
     try:
         with urllib.request.urlopen(f"{url}/api/tags", timeout=timeout) as response:
             return [m["name"] for m in json.load(response).get("models", [])]

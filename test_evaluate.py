@@ -4,6 +4,7 @@ Everything runs offline: replays read the bundled recording; live runs use the o
 """
 import itertools
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -531,3 +532,21 @@ def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsy
     assert evaluate_main("--live") == 2
     err = capsys.readouterr().err
     assert "http://127.0.0.1:9" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_edit_to_an_offline_backends_code_makes_what_it_recorded_stale(project):
+    source = project / "lexical_judge.py"
+    source.write_text(source.read_text() + "\n# a changed rule\n")
+    done = cli(project, "evaluate.py")  # a child: the edited code is what it loads
+    assert done.returncode == 2 and "(judge code changed)" in done.stderr
+
+
+def test_the_offline_backends_name_no_case_and_no_page():
+    """Their rules must hold for questions in general: no page id of the bundled data written in their code
+    as a string, and no case id made of several words anywhere in it (one-word ids such as `thanks` are
+    ordinary words, and the small-talk classes rightly use them)."""
+    cases = json.loads((HERE / "cases.json").read_text())["cases"]
+    pages = json.loads((HERE / "docs.json").read_text())
+    code = "\n".join((HERE / name).read_text().lower() for name in ("offline_agent.py", "lexical_judge.py", "words.py"))
+    assert [p["id"] for p in pages if re.search(rf"[\"']{re.escape(p['id'].lower())}[\"']", code)] == []
+    assert [c["id"] for c in cases if "-" in c["id"] and c["id"].lower() in code] == []

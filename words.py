@@ -31,7 +31,7 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A crude suffix stripper: enough to match 'backs'/'back', 'archived'/'archive', 'locks'/'locked'."""
+    """A crude suffix stripper: enough to match 'backs'/'back', 'edited'/'edit', 'locks'/'locked'."""
     if not word.isalpha() or len(word) <= 3:
         return word
     for suffix in ("ing", "ed", "es", "s"):
