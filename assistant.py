@@ -34,21 +34,32 @@ def embedder_name() -> str:
     return os.environ.get("DOCS_EMBEDDER") or DEFAULT_EMBEDDER
 
 
-def build_agent(docs: list[dict], issues: dict, model: str, embedder: str):
-    """Index the pages with `embedder` and wire both tools into `create_agent` around `model`."""
+def page_text(doc: dict) -> str:
+    """What a search returns of a page, and what the index embeds: its title, then its text."""
+    return f"{doc['title']}\n{doc['text']}"
+
+
+def build_agent(docs: list[dict], issues: dict, model: str, embedder: str, pages: Optional[list[dict]] = None):
+    """Index the pages with `embedder` and wire both tools into `create_agent` around `model`. With `pages`,
+    search_docs returns those pages for any query instead (the counterfactual run: the right pages given)."""
     from langchain.agents import create_agent
-    from langchain_core.documents import Document
     from langchain_core.tools import StructuredTool
-    from langchain_core.vectorstores import InMemoryVectorStore
 
     import providers
 
-    store = InMemoryVectorStore(providers.embedder(embedder))
-    store.add_documents([Document(page_content=f"{d['title']}\n{d['text']}", id=d["id"]) for d in docs])
+    if pages is None:
+        from langchain_core.documents import Document
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        store = InMemoryVectorStore(providers.embedder(embedder))
+        store.add_documents([Document(page_content=page_text(d), id=d["id"]) for d in docs])
+        search = lambda query: [{"id": d.id, "text": d.page_content} for d in store.similarity_search(query, k=K)]  # noqa: E731
+    else:
+        given = [{"id": d["id"], "text": page_text(d)} for d in pages[:K]]
+        search = lambda query: given  # noqa: E731
 
     def search_docs(query: str) -> str:
-        hits = store.similarity_search(query, k=K)
-        return json.dumps([{"id": d.id, "text": d.page_content} for d in hits])
+        return json.dumps(search(query))
 
     def get_issue(number: int) -> str:
         issue = issues.get(str(number))

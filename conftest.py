@@ -58,3 +58,13 @@ def live_project(project: Path, monkeypatch) -> Path:
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
     return project
+
+
+def recorded_calls() -> tuple[list[dict], list[str]]:
+    """From the bundled recording: every agent trace (counterfactual runs included) and the metric of every
+    judge entry, so tests can count the requests a full live run makes."""
+    import json
+
+    entries = json.loads((PROJECT / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
+    return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]

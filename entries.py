@@ -11,10 +11,13 @@ What each kind reads:
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
   judgements are entries of this kind too: `abstained` for an abstain case that searched, and
   `ignored_planted` for a case whose search returned a page with a planted instruction.
+A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
+`<kind>/<case>@expected-pages`: its search returned the case's expected pages, so the trace depends on those
+pages' content (and k) instead of every page and the embedder.
 """
 import hashlib
 import json
-from typing import Callable
+from typing import Callable, Optional
 
 from assistant import K, PROMPT, TOOL_DESCRIPTIONS
 from judging import READS, judge_context, judged_metrics, stage_of
@@ -41,12 +44,18 @@ class Inputs:
         """The pages with a planted instruction that a search returned to the agent, in the order it read them."""
         return [page for page in dict.fromkeys(trace["retrieved"]) if page in self.planted]
 
-    def agent_deps(self, case: dict) -> Callable[[dict], dict]:
-        """What the case's trace depends on, given what the trace did."""
+    def expected_pages(self, case: dict) -> list[dict]:
+        """The case's expected pages, in the order the case lists them: what the counterfactual search returns."""
+        by_id = {d["id"]: d for d in self.docs}
+        return [by_id[p] for p in case["expected_docs"]]
+
+    def agent_deps(self, case: dict, pages: Optional[list[dict]] = None) -> Callable[[dict], dict]:
+        """What the case's trace depends on, given what the trace did; with `pages`, the counterfactual
+        trace, whose search returned those pages."""
         def deps(trace: dict) -> dict:
             found = {"question": sha(case["question"]), **self.common}
             if any(c["name"] == "search_docs" for c in trace["tool_calls"]):
-                found.update(self.searched)
+                found.update(self.searched if pages is None else {"given pages": sha(pages), "k": K})
             for call in trace["tool_calls"]:
                 if call["name"] == "get_issue":
                     number = str(call["args"].get("number"))
@@ -73,15 +82,29 @@ def versioned(field: str, name: str) -> dict:
     return {field: version} if version else {}
 
 
-def agent_entry(case: dict) -> str:
-    return f"agent/{case['id']}"
+EXPECTED_PAGES = "@expected-pages"  # the counterfactual variant of a case's entries
 
 
-def case_entries(inputs: Inputs, case: dict, trace: dict) -> dict[str, tuple[Callable, str, Callable]]:
+def repeat(run: int) -> str:
+    """The variant of a case's entries for its run number `run` (2 and up) under --repeats; run 1 has none."""
+    return "" if run == 1 else f"#{run}"
+
+
+def recorded_repeats(names) -> int:
+    """How many runs per case a recording holds: 1 plus the highest repeat number among its traces."""
+    runs = [int(n.rsplit("#", 1)[1]) for n in names if n.startswith("agent/") and "#" in n]
+    return max(runs, default=1)
+
+
+def agent_entry(case: dict, variant: str = "") -> str:
+    return f"agent/{case['id']}{variant}"
+
+
+def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "") -> dict[str, tuple[Callable, str, Callable]]:
     """The entries a case needs once its trace exists: name -> (deps_of, metric or 'tools', compute(judge))."""
     from judging import measure, tool_scores
 
-    cid, context = case["id"], judge_context(trace)
+    cid, context = case["id"] + variant, judge_context(trace)
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), "tools", lambda judge: tool_scores(
         case["question"], trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []

@@ -17,11 +17,12 @@ from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTI
     embedder_name
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
 from dataset import InputError, load_inputs
-from entries import Inputs, agent_entry, case_entries, sha
+from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha
 from judging import STRICT_FAITHFULNESS, stage_of
 from live_calls import add_live_options, check_live_options
 from report import cases as cases_text, markdown
-from stages import THRESHOLD, behaviour_verdict, first_failure, retrieval_scores, summarize, tool_verdict
+from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores, summarize,
+                    tool_verdict)
 
 HERE = Path(__file__).parent
 # One fixed judge, so scores stay comparable when the assistant's model changes.
@@ -78,13 +79,15 @@ def file_part(name: str) -> str:
 
 
 def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
-             stale: Optional[dict] = None) -> dict:
-    """A report row from the case's current entries. An entry without a current value is left out; in a
-    replay, `stale` collects why, by case."""
+             stale: Optional[dict] = None, variant: str = "") -> dict:
+    """A report row from the case's current entries (of its counterfactual run, with `variant`). An entry
+    without a current value is left out; in a replay, `stale` collects why, by case."""
     def entry(name: str, deps_of: Callable) -> Optional[dict]:
         value, why = cassette.lookup(name, deps_of)
         if value is ABSENT:
             if stale is not None:
+                why = [f"{r}{VARIANT_LABELS.get(variant[:1], '')}{variant[1:] if variant[:1] == '#' else ''}"
+                       for r in why]
                 stale.setdefault(case["id"], []).extend(r for r in why if r not in stale.get(case["id"], []))
             return None
         return value
@@ -93,13 +96,15 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
            "split": case["split"], "expected_behavior": case["expected_behavior"], "reference": case["reference"],
            "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
            "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", [])}
-    trace = entry(agent_entry(case), inputs.agent_deps(case))
+    pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
+    trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
     if trace is None:
         return {**row, "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "behaviour": None,
                 "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None, "error": error,
                 "first_failure": "error"}
-    found = {name: entry(name, deps_of) for name, (deps_of, _, _) in case_entries(inputs, case, trace).items()}
-    tools = found.pop(f"tools/{case['id']}")
+    found = {name: entry(name, deps_of) for name, (deps_of, _, _) in
+             case_entries(inputs, case, trace, variant).items()}
+    tools = found.pop(f"tools/{case['id']}{variant}")
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "retrieved": trace["retrieved"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
@@ -108,7 +113,23 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "judged": {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
     row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(trace))
-    return {**row, "first_failure": first_failure(row)}
+    row["first_failure"] = first_failure(row)
+    if row["first_failure"] == "retrieval" and not variant:
+        again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
+        row["counterfactual"] = counterfactual(again)
+        row["also_spent"] = added(again)
+    return row
+
+
+VARIANT_LABELS = {"@": " with the expected pages", "#": " in run "}
+
+
+def counterfactual(again: dict) -> Optional[dict]:
+    """Would the right pages have fixed it? `again` is the same agent on the same question, its search
+    returning the case's expected pages, scored the same way; None until that run is recorded."""
+    if again["answer"] is None:
+        return None
+    return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None}
 
 
 def stale_message(cassette: Cassette, stale: dict[str, list[str]], total: int, shown_cases: int = 5) -> str:
@@ -120,16 +141,27 @@ def stale_message(cassette: Cassette, stale: dict[str, list[str]], total: int, s
 
 
 def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None, agent: Callable = lambda: None,
-             concurrency: int = 1, progress=None, split: str = "dev") -> dict:
+             concurrency: int = 1, progress=None, split: str = "dev",
+             counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: Optional[int] = None) -> dict:
     """Score every case from the cassette. In live mode, first record what is missing or stale. `judge`
     and `agent` build the models only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
+    repeats = repeats or recorded_repeats(cassette.recorded)
     if cassette.live:
         from recording import Quiet, collect
 
         errors = collect(inputs, cassette, judge, agent, concurrency, progress or Quiet(),
-                         lambda case, error: case_row(inputs, case, cassette, error)["first_failure"])
-    rows = [case_row(inputs, case, cassette, errors.get(case["id"]), stale) for case in inputs.cases["cases"]]
+                         lambda case, error: case_row(inputs, case, cassette, error)["first_failure"],
+                         counterfactual_agent, repeats)
+    rows = []
+    for case in inputs.cases["cases"]:
+        rows.append(case_row(inputs, case, cassette, errors.get(case["id"]), stale))
+        if repeats > 1:
+            again = [case_row(inputs, case, cassette, errors.get(case["id"]), stale, repeat(r))
+                     for r in range(2, repeats + 1)]
+            rows[-1]["repeats"] = repeat_summary([rows[-1], *again])
+            before, extra = rows[-1].get("also_spent", {}), added(*again)
+            rows[-1]["also_spent"] = {field: extra[field] + before.get(field, 0) for field in extra}
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
     key = recording_key(inputs.cases, inputs.docs, inputs.issues, inputs.model, inputs.embedder, inputs.judge)
@@ -187,14 +219,15 @@ def replay_targets(model: Optional[str]) -> list[Path]:
     return chosen
 
 
-def replay(cases: dict, docs: list[dict], issues: dict, model: Optional[str], split: str = "dev") -> list[dict]:
+def replay(cases: dict, docs: list[dict], issues: dict, model: Optional[str], split: str = "dev",
+           repeats: Optional[int] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports = []
     for path in replay_targets(model):
         names = read_recording(path)["key"]
         cassette = Cassette(path, header(names["model"], names["embedder"], names["judge"]), live=False)
         reports.append(evaluate(Inputs(cases, docs, issues, names["model"], names["embedder"], names["judge"]),
-                                cassette, split=split))
+                                cassette, split=split, repeats=repeats))
     return reports
 
 
@@ -203,7 +236,7 @@ class Interrupted(Exception):
 
 
 def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency: int, rerecord: bool,
-           quiet: bool, split: str = "dev") -> tuple[dict, Cassette, int]:
+           quiet: bool, split: str = "dev", repeats: Optional[int] = None) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
     import providers
@@ -218,11 +251,14 @@ def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency:
     progress = Progress(len(cases["cases"]), name, quiet)
     for note in cassette.notes:
         progress.log(note)
+    inputs = Inputs(cases, docs, issues, model, embedder, judge)
     try:
-        every = evaluate(Inputs(cases, docs, issues, model, embedder, judge), cassette,
+        every = evaluate(inputs, cassette,
                          judge=locked_once(lambda: providers.judge_model(judge)),
                          agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
-                         concurrency=concurrency, progress=progress, split="all")
+                         concurrency=concurrency, progress=progress, split="all", repeats=repeats,
+                         counterfactual_agent=lambda case: build_agent(docs, issues, model, embedder,
+                                                                       pages=inputs.expected_pages(case)))
     except KeyboardInterrupt:
         raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
     finally:
@@ -244,10 +280,14 @@ def main(argv: Optional[list[str]] = None) -> int:
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
     parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev",
                         help="which cases to report (default dev; --live records every case either way)")
+    parser.add_argument("--repeats", type=int, metavar="N", help="runs per case, each judged (live: record N; "
+                        "default: as many as the recording holds, else 1); reports passes out of N and flaky cases")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
+    if args.repeats is not None and args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     printable_stdout()
     import baseline
     import providers
@@ -264,10 +304,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.live:
             model = args.model or chat_model_name()
             report, _, errors = record(cases, docs, issues, model, args.concurrency, args.rerecord, args.quiet,
-                                       args.split)
+                                       args.split, args.repeats)
             reports = [report]
         else:
-            reports = replay(cases, docs, issues, args.model, args.split)
+            reports = replay(cases, docs, issues, args.model, args.split, args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None

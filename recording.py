@@ -4,7 +4,7 @@ import threading
 from typing import Callable, Optional
 
 from cassette import Cassette
-from entries import Inputs, agent_entry, case_entries
+from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from live_calls import CallFailed, Pool, timed, with_retries, write_line
 
 
@@ -42,10 +42,14 @@ def run_agent(agent, question: str) -> dict:
 
 
 def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable, concurrency: int,
-            progress, outcome: Callable[[dict, Optional[str]], Optional[str]]) -> dict[str, str]:
+            progress, outcome: Callable[[dict, Optional[str]], Optional[str]],
+            counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: int = 1) -> dict[str, str]:
     """Compute every missing entry with at most `concurrency` calls at once. Returns the error of each case
-    whose calls still failed after retries. `outcome(case, error)` names a finished case's first failure."""
-    pool, lock, errors, left = Pool(concurrency), threading.Lock(), {}, {}
+    whose calls still failed after retries. `outcome(case, error)` names a finished case's first failure;
+    a case failing at retrieval then runs again with `counterfactual_agent(case)`, whose search returns
+    the case's expected pages, so only failing cases pay for that run. With `repeats`, every case runs that
+    many times, each run judged."""
+    pool, lock, errors, left, second = Pool(concurrency), threading.Lock(), {}, {}, set()
 
     def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
         """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
@@ -56,23 +60,34 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
             return None, str(e)
 
     def finish(case: dict, error: Optional[str]) -> None:
+        cid = case["id"]
         with lock:
             if error:
-                errors.setdefault(case["id"], error)
-            left[case["id"]] -= 1
-            if left[case["id"]]:
+                errors.setdefault(cid, error)
+            left[cid] -= 1
+            if left[cid]:
                 return
-        progress.advance(outcome(case, errors.get(case["id"])))
+        first = outcome(case, errors.get(cid))
+        if first == "retrieval" and counterfactual_agent and cid not in second:
+            with lock:
+                second.add(cid)
+                left[cid] += 1
+            pool.submit(lambda: agent_step(case, EXPECTED_PAGES))
+            return
+        progress.advance(first)
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
         finish(case, record(name, deps_of, lambda: compute(judge()))[1])
 
-    def agent_step(case: dict) -> None:
-        trace, error = record(agent_entry(case), inputs.agent_deps(case),
-                              lambda: run_agent(agent(), case["question"]))
+    def agent_step(case: dict, variant: str = "") -> None:
+        if variant == EXPECTED_PAGES:
+            deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: counterfactual_agent(case)
+        else:
+            deps, build = inputs.agent_deps(case), agent
+        trace, error = record(agent_entry(case, variant), deps, lambda: run_agent(build(), case["question"]))
         if trace is None:
-            return finish(case, error)
-        needed = case_entries(inputs, case, trace)
+            return finish(case, error)  # a failed counterfactual run is the case's error, as any failed call
+        needed = case_entries(inputs, case, trace, variant)
         with lock:
             left[case["id"]] += len(needed)
         for name, (deps_of, _, compute) in needed.items():
@@ -80,7 +95,8 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
         finish(case, None)
 
     for case in inputs.cases["cases"]:
-        left[case["id"]] = 1
-        pool.submit(lambda c=case: agent_step(c))
+        left[case["id"]] = repeats
+        for variant in [""] + [repeat(r) for r in range(2, repeats + 1)]:
+            pool.submit(lambda c=case, v=variant: agent_step(c, v))
     pool.run()
     return errors

@@ -52,6 +52,16 @@ def markdown(report: dict) -> str:
                   "|---|---|---|---|---|"]
         lines += [f"| {c} | {r['total']} | {r['passed']} | {rate_text(r).partition(' = ')[2]} | "
                   f"{r['top_failure'] or '-'} |" for c, r in s["categories"].items()]
+    if s.get("repeats"):
+        rep = s["repeats"]
+        lines.append(f"\nRepeats: {rep['n']} runs per case; mean pass rate {rep['mean_pass_rate']:.0%}; "
+                     f"pass^{rep['n']} (every run passes) {rate_text(rep['pass_all'])}.")
+        lines += [f"- flaky `{cid}`: passed {f['passes']}/{rep['n']}; flipped: {', '.join(f['flipped']) or '-'}"
+                  for cid, f in rep["flaky"].items()] or ["No case is flaky: each passed all its runs or none."]
+    for kind, counts in s.get("counterfactual", {}).items():
+        lines.append(f"\nCounterfactual ({kind}): of {cases(counts['fixed'] + counts['still_fails'])} failing at "
+                     f"{kind}, {counts['fixed']} fixed with the expected pages (the retriever is the cause), "
+                     f"{counts['still_fails']} still failing (the generator fails too).")
     if report.get("held_out"):
         lines.append(f"\n{cases(report['held_out'])} held out and not shown: never tune on the cases you "
                      "report. See them with --split holdout, or every case with --split all.")

@@ -116,7 +116,7 @@ def failure_reason(row: dict) -> str:
         return "; ".join(row["behaviour"]["failures"])
     if stage == "retrieval":
         return (f"missed {', '.join(row['retrieval']['missed'])}; retrieved "
-                f"{', '.join(row['retrieved']) or 'nothing'}")
+                f"{', '.join(row['retrieved']) or 'nothing'}" + counterfactual_text(row.get("counterfactual")))
     return row["judged"][stage]["reason"] or f"score {row['judged'][stage]['score']}"
 
 
@@ -152,11 +152,12 @@ def summarize(rows: list[dict], k: int) -> dict:
                                   if r["judged"].get(m, {}).get("score") is not None]) for m in JUDGED},
             "first_failures": {s: first.count(s) for s in STAGES if s in first},
             "categories": categories(scored),
-            "tokens": {"agent_in": sum(r.get("usage", {}).get("input_tokens", 0) for r in rows),
-                       "agent_out": sum(r.get("usage", {}).get("output_tokens", 0) for r in rows),
-                       "judge_in": sum(v.get("tokens_in") or 0 for v in judged),
-                       "judge_out": sum(v.get("tokens_out") or 0 for v in judged)},
-            "cost": round(sum(costs), 6) if costs else None,
+            "counterfactual": counterfactuals(scored),
+            **({"repeats": repeats(scored)} if any(r.get("repeats") for r in scored) else {}),
+            "tokens": {field: sum(spent(r)[field] + r.get("also_spent", {}).get(field, 0) for r in rows)
+                       for field in ("agent_in", "agent_out", "judge_in", "judge_out")},
+            "cost": round(sum(costs) + sum(r.get("also_spent", {}).get("cost", 0) for r in rows), 6)
+            if costs or any(r.get("also_spent", {}).get("cost") for r in rows) else None,
             "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
                         for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}}
 
@@ -171,3 +172,55 @@ def categories(rows: list[dict]) -> dict[str, dict]:
         top = max(dict.fromkeys(failures), key=failures.count) if failures else None
         found[category] = {**rate(len(mine) - len(failures), len(mine)), "top_failure": top}
     return found
+
+
+def counterfactual_text(verdict: Optional[dict]) -> str:
+    """What the run with the expected pages says about the cause, as a clause for the failure's reason."""
+    if not verdict:
+        return ""
+    if verdict["fixed"]:
+        return "; fixed with the expected pages: the retriever is the cause"
+    return f"; still fails at {verdict['first_failure']} with the expected pages: the generator fails too"
+
+
+def counterfactuals(rows: list[dict]) -> dict[str, dict]:
+    """Per kind of counterfactual run, how many it fixed and how many still fail."""
+    found = {}
+    for verdict in (r["counterfactual"] for r in rows if r.get("counterfactual")):
+        counts = found.setdefault(verdict["for"], {"fixed": 0, "still_fails": 0})
+        counts["fixed" if verdict["fixed"] else "still_fails"] += 1
+    return found
+
+
+def repeat_summary(runs: list[dict]) -> dict:
+    """One case's repeated runs: passes out of N, each run's first failure, and the stages that flipped."""
+    results = [stage_results(r) for r in runs if r["first_failure"] != "error"]
+    flipped = [s for s in STAGES if len({res[s] for res in results if s in res}) > 1]
+    return {"runs": len(runs), "passes": sum(r["first_failure"] is None for r in runs),
+            "first_failures": [r["first_failure"] for r in runs], "flipped": flipped}
+
+
+def repeats(rows: list[dict]) -> dict:
+    """Over the cases: the mean pass rate of their runs, pass^N (the share passing all N), the flaky ones."""
+    runs = [r["repeats"] for r in rows]
+    n = runs[0]["runs"]
+    return {"n": n, "mean_pass_rate": sum(x["passes"] for x in runs) / sum(x["runs"] for x in runs),
+            "pass_all": rate(sum(x["passes"] == x["runs"] for x in runs), len(runs)),
+            "flaky": {r["id"]: {"passes": r["repeats"]["passes"], "flipped": r["repeats"]["flipped"]}
+                      for r in rows if 0 < r["repeats"]["passes"] < r["repeats"]["runs"]}}
+
+
+def spent(row: dict) -> dict:
+    """Tokens and cost of one run's paid calls: the agent's, and the judge's over its metrics."""
+    judged = row.get("judged", {}).values()
+    costs = [v["cost"] for v in judged if v.get("cost") is not None]
+    return {"agent_in": row.get("usage", {}).get("input_tokens", 0),
+            "agent_out": row.get("usage", {}).get("output_tokens", 0),
+            "judge_in": sum(v.get("tokens_in") or 0 for v in judged),
+            "judge_out": sum(v.get("tokens_out") or 0 for v in judged), "cost": sum(costs)}
+
+
+def added(*runs: dict) -> dict:
+    """What several runs spent, added up: a case's counterfactual and repeated runs, next to its own."""
+    return {field: sum(spent(r)[field] for r in runs)
+            for field in ("agent_in", "agent_out", "judge_in", "judge_out", "cost")}

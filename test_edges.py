@@ -356,8 +356,9 @@ def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_n
     monkeypatch.setattr(assistant, "run", run)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     err = capsys.readouterr().err
-    cases = json.loads((live_project / "cases.json").read_text())["cases"]
-    assert len(runs) == len(cases) and "resuming" not in err  # every case, of every split
+    traces = [n for n in json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+              if n.startswith("agent/")]
+    assert len(runs) == len(traces) and "resuming" not in err  # every case of every split, and counterfactuals
     assert err.splitlines()[0].startswith("--rerecord: calling the models for every entry again; the ")
     assert err.splitlines()[0].endswith(" entries an interrupted run kept are dropped")
 

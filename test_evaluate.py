@@ -550,3 +550,49 @@ def test_the_offline_backends_name_no_case_and_no_page():
     code = "\n".join((HERE / name).read_text().lower() for name in ("offline_agent.py", "lexical_judge.py", "words.py"))
     assert [p["id"] for p in pages if re.search(rf"[\"']{re.escape(p['id'].lower())}[\"']", code)] == []
     assert [c["id"] for c in cases if "-" in c["id"] and c["id"].lower() in code] == []
+
+
+# ---- counterfactual: would the right pages have fixed it? -----------------------------------------------------
+
+def test_a_case_failing_at_retrieval_carries_the_counterfactual_verdict_in_both_reports():
+    report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
+    failing = [r for r in report["rows"] if r["first_failure"] == "retrieval"]
+    assert failing, "the bundled data has a retrieval failure of its own"
+    assert all(r["counterfactual"]["for"] == "retrieval" and isinstance(r["counterfactual"]["fixed"], bool)
+               for r in failing)
+    assert not [r for r in report["rows"] if r.get("counterfactual") and r["first_failure"] != "retrieval"]
+    text = (HERE / "runs" / f"{OFFLINE_RUN}.all.md").read_text()
+    for r in failing:
+        assert f"`{r['id']}` **retrieval**" in text and "with the expected pages" in text
+    fixed = sum(r["counterfactual"]["fixed"] for r in failing)
+    assert report["summary"]["counterfactual"]["retrieval"] == {"fixed": fixed, "still_fails": len(failing) - fixed}
+
+
+def test_only_cases_failing_at_retrieval_pay_for_a_counterfactual_run():
+    entries = json.loads(TAPE.read_text())["entries"]
+    report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
+    failing = {r["id"] for r in report["rows"] if r["first_failure"] == "retrieval"}
+    assert {n.split("/")[1].split("@")[0] for n in entries if n.startswith("agent/") and "@" in n} == failing
+
+
+def test_a_generator_that_fails_even_with_the_expected_pages_is_named(live_project, capsys):
+    cases = json.loads((live_project / "cases.json").read_text())
+    failing = next(c for c in cases["cases"] if c["id"] == "shell-alias")
+    failing["reference"] = "Install the tracker-shortcuts plugin from the marketplace."  # no page says so
+    (live_project / "cases.json").write_text(json.dumps(cases))
+    assert evaluate_main("--live", "--quiet") == 0
+    row = next(r for r in json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())["rows"]
+               if r["id"] == "shell-alias")
+    assert row["first_failure"] == "retrieval"
+    assert row["counterfactual"]["fixed"] is False and row["counterfactual"]["first_failure"] == "contextual_recall"
+    assert "still fails at contextual_recall with the expected pages: the generator fails too" in \
+        capsys.readouterr().out
+
+
+def test_a_replay_without_the_counterfactual_run_is_stale_naming_it(here, capsys):
+    tape = here / "recordings" / f"{OFFLINE_RUN}.json"
+    data = json.loads(tape.read_text())
+    data["entries"] = {n: v for n, v in data["entries"].items() if not n.startswith("agent/shell-alias@")}
+    tape.write_text(json.dumps(data))
+    assert evaluate_main() == 2
+    assert "case shell-alias (not recorded with the expected pages)" in capsys.readouterr().err

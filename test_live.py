@@ -281,3 +281,40 @@ def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_p
     # the recording on disk is still the bundled one: an incomplete recording is never written
     assert (live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text() == \
         (HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text()
+
+
+# ---- repeats: pass^k and flaky cases --------------------------------------------------------------------------
+
+def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_project, monkeypatch, capsys):
+    """A stand-in model whose answers vary between runs: every second run of one question gets a guess."""
+    real, seen = assistant.run, {}
+
+    def varying(agent, question):
+        trace = real(agent, question)
+        seen[question] = seen.get(question, 0) + 1
+        if question.startswith("How do I bring back a task") and seen[question] % 2 == 0:
+            trace = {**trace, "answer": "Probably with tracker undo."}
+        return trace
+    monkeypatch.setattr(assistant, "run", varying)
+    assert evaluate.main(["--live", "--quiet", "--repeats", "3", "--concurrency", "1"]) == 0
+    report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    restore = next(r for r in report["rows"] if r["id"] == "restore")
+    assert restore["repeats"]["passes"] == 2 and restore["repeats"]["runs"] == 3
+    assert "faithfulness" in restore["repeats"]["flipped"]
+    rep = report["summary"]["repeats"]
+    assert rep["n"] == 3 and list(rep["flaky"]) == ["restore"]
+    scored = [r for r in report["rows"] if r["first_failure"] != "error"]
+    always = sum(r["repeats"]["passes"] == 3 for r in scored)
+    assert (rep["pass_all"]["passed"], rep["pass_all"]["total"]) == (always, len(scored))
+    out = capsys.readouterr().out
+    assert "Repeats: 3 runs per case" in out and "- flaky `restore`: passed 2/3; flipped:" in out
+    capsys.readouterr()
+    assert evaluate.main([]) == 0  # a replay reports the repeats the recording holds, offline
+    assert "- flaky `restore`: passed 2/3" in capsys.readouterr().out
+
+
+def test_one_run_per_case_keeps_todays_report(live_project):
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    assert "repeats" not in report["summary"] and not any("repeats" in r for r in report["rows"])
+    assert (live_project / "runs" / f"{OFFLINE_RUN}.md").read_text() == (HERE / "runs" / f"{OFFLINE_RUN}.md").read_text()
