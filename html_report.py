@@ -2,8 +2,9 @@
 detail.
 
 Pure: `html(report)` returns the page; it loads nothing from the network (no external CSS, JS or fonts). The
-pictures are inline SVG drawn here (a stage funnel, and pass rates with their Wilson intervals per stage and
-per category); every number in them is also text, and the tables below say everything without them.
+pictures are inline SVG drawn here (a stage funnel, pass rates with their Wilson intervals per stage and per
+category, and the counterfactual runs' verdicts when the report has them); every number in them is also
+text, and the tables below say everything without them.
 """
 import json
 from html import escape
@@ -166,8 +167,11 @@ def _case(r: dict, threshold: float) -> str:
     badge = (f'<span class="badge fail">first failure: {_e(failure)}</span>' if failure
              else '<span class="badge pass">passes every stage</span>')
     error = f'<p class="error">Error: {_e(r["error"])}</p>' if r.get("error") else ""
+    cf = r.get("counterfactual")
+    rerun = (f'<p class="counterfactual"><strong>Counterfactual ({_e(cf.get("for") or "retrieval")}):</strong> '
+             f"{_e(counterfactual_verdict(cf))}.</p>") if isinstance(cf, dict) else ""
     return (f'<section id="case-{_e(r["id"])}" class="case {"failed" if failure else "passed"}">'
-            f"<h2>{_e(r['id'])}{badge}</h2>{error}"
+            f"<h2>{_e(r['id'])}{badge}</h2>{error}{rerun}"
             f'<h3>Question</h3><p class="text">{_e(r.get("question", ""))}</p>'
             f"{_tool_section(r)}<h3>Retrieved pages (rank order)</h3>{_pages(r)}"
             f'<h3>Answer</h3><p class="text">{_e(r.get("answer") or "")}</p>'
@@ -182,6 +186,9 @@ def _case(r: dict, threshold: float) -> str:
 PASS, FAIL, RATE_FILL, TRACK, INK, MUTED = "#0072B2", "#D55E00", "#56B4E9", "#eeeeee", "#1d1d1f", "#555555"
 LABEL_W, BAR_W, GAP, TEXT_W, ROW_H = 190, 340, 12, 300, 26
 WIDTH = LABEL_W + BAR_W + GAP + TEXT_W
+# per kind of counterfactual run: what it supplied, and what a fix then blames
+SUPPLIED = {"retrieval": ("the expected pages", "the retriever"),
+            "tools": ("the expected tool calls", "the tool choice")}
 
 FUNNEL_CAPTION = (
     "In stage order, the order in which the first failure is named. Only scored cases count ({errors} left "
@@ -200,6 +207,12 @@ CATEGORY_CAPTION = (
     "Per category, a case passing when it passes every stage; bar and whisker as above. Categories are "
     "reported, never gated: a category of a handful of cases moves tens of points on one flip, so no "
     "baseline check reads them.")
+COUNTERFACTUAL_CAPTION = (
+    "Each case whose first failure was {kinds} was run again by the same agent with its input at that stage "
+    "made right: for retrieval, a search tool returning the case's expected pages{tools}. <em>Fixed</em> "
+    "(solid blue): it then passes, so that stage is the cause. <em>Still fails</em> (hatched vermilion): it "
+    "fails even so, so a later stage fails too (for retrieval: the generator). Bar length is the number of "
+    "cases run again.")
 
 
 def _f(x: float) -> str:
@@ -351,6 +364,70 @@ def _category_rates(report: dict) -> str:
                         [(str(name), r) for name, r in categories.items()], CATEGORY_CAPTION)
 
 
+def counterfactual_verdict(cf: dict) -> str:
+    """One line on a case's counterfactual run: 'fixed with the expected pages: the retriever is the cause',
+    or 'still fails at faithfulness with the expected pages: the generator fails too'."""
+    kind = str(cf.get("for") or "retrieval")
+    supplied, cause = SUPPLIED.get(kind, (f"the expected {kind}", f"the {kind} stage"))
+    stage = cf.get("first_failure")
+    if cf.get("fixed"):
+        return f"fixed with {supplied}: {cause} is the cause"
+    if stage == "error":
+        return f"the run with {supplied} did not complete: no verdict"
+    return (f"still fails{f' at {stage}' if stage else ''} with {supplied}: "
+            + ("the generator fails too" if kind == "retrieval" else f"{cause} is not the only cause"))
+
+
+def _counterfactuals(report: dict) -> dict[str, dict]:
+    """Per kind: the fixed and still-failing counts (the summary's when it has them, else counted from the
+    rows) and the ids of the rows that are each."""
+    found: dict[str, dict] = {}
+    for r in report.get("rows", []):
+        cf = r.get("counterfactual")
+        if isinstance(cf, dict):
+            kind, fixed = str(cf.get("for") or "retrieval"), bool(cf.get("fixed"))
+            entry = found.setdefault(kind, {"fixed": 0, "still_fails": 0, "fixed_ids": [], "still_ids": []})
+            entry["fixed" if fixed else "still_fails"] += 1
+            entry["fixed_ids" if fixed else "still_ids"].append(str(r.get("id")))
+    summary = (report.get("summary") or {}).get("counterfactual")
+    for kind, counts in (summary.items() if isinstance(summary, dict) else ()):
+        if isinstance(counts, dict):
+            entry = found.setdefault(str(kind), {"fixed_ids": [], "still_ids": []})
+            entry.update(fixed=int(counts.get("fixed") or 0), still_fails=int(counts.get("still_fails") or 0))
+    order = sorted(found, key=lambda kind: (STAGES.index(kind) if kind in STAGES else len(STAGES), kind))
+    return {kind: found[kind] for kind in order if found[kind]["fixed"] + found[kind]["still_fails"]}
+
+
+def _counterfactual_figure(report: dict) -> str:
+    kinds = _counterfactuals(report)
+    if not kinds:
+        return ""
+    most = max(v["fixed"] + v["still_fails"] for v in kinds.values())
+    y, rows, lists = 8, [], []
+    for kind, v in kinds.items():
+        fixed, still = v["fixed"], v["still_fails"]
+        fixed_w = fixed / most * BAR_W
+        rows.append(_row_start(y, kind.replace("_", " "), f' class="cf-row" data-kind="{_e(kind)}" '
+                                                          f'data-fixed="{fixed}" data-still-fails="{still}"')
+                    + _bar("cf-fixed", y, LABEL_W, fixed_w, PASS, "fixed: " + (", ".join(v["fixed_ids"]) or str(fixed)))
+                    + _bar("cf-still", y, LABEL_W + fixed_w, still / most * BAR_W, "url(#counterfactual-hatch)",
+                           "still fails: " + (", ".join(v["still_ids"]) or str(still)), ' stroke="#ffffff"')
+                    + _note(y, f"{fixed} fixed, {still} still fail{'s' if still == 1 else ''} (of {fixed + still})")
+                    + "</g>")
+        links = [f"{label}: " + (", ".join(f'<a href="#case-{_e(i)}">{_e(i)}</a>' for i in ids) or "none")
+                 for label, ids in (("fixed", v["fixed_ids"]), ("still fails", v["still_ids"]))]
+        lists.append(f"<li>{_e(kind)}: {'; '.join(links)}</li>")
+        y += ROW_H
+    desc = "; ".join(f"{kind}: {v['fixed']} fixed, {v['still_fails']} still failing" for kind, v in kinds.items())
+    svg = _svg("counterfactual", "Counterfactual runs: fixed with the expected input, or still failing", desc,
+               y + 8, "".join(rows))
+    others = [k for k in kinds if k != "retrieval"]
+    caption = COUNTERFACTUAL_CAPTION.format(
+        kinds=" or ".join(_e(k) for k in ["retrieval", *others]),
+        tools="; for tools, the expected tool calls" if "tools" in others else "")
+    return _figure("Counterfactual runs", svg, caption, f"<ul>{''.join(lists)}</ul>")
+
+
 FIGURE_CSS = """
 figure.chart { margin: .8rem 0 1.6rem; }
 svg.chart { display: block; max-width: 100%; height: auto;
@@ -358,12 +435,14 @@ svg.chart { display: block; max-width: 100%; height: auto;
 svg.chart text.value { font-variant-numeric: tabular-nums; }
 figcaption { font-size: .85rem; color: #444; max-width: 62rem; margin-top: .3rem; }
 figure.chart details, figure.chart ul { font-size: .85rem; margin: .3rem 0; }
+p.counterfactual { margin: .3rem 0; }
 """
 
 
 def _pictures(report: dict) -> str:
     """The figures, between the summary and the stage table; the tables say everything without them."""
-    figures = _funnel_figure(report) + _stage_rates(report) + _category_rates(report)
+    figures = _funnel_figure(report) + _stage_rates(report) + _category_rates(report) + \
+        _counterfactual_figure(report)
     return f'<h2>Pictures</h2><div id="pictures">{figures}</div>' if figures else ""
 
 

@@ -261,28 +261,69 @@ def test_category_bars_carry_their_rates_and_the_never_gated_caption():
     assert any("Categories are reported, never gated" in c for c in page.captions)
 
 
-def test_hostile_category_is_escaped_inside_the_svg():
-    category = '"><svg onload=x>&amp;'
-    report = synthetic(row("good"))
+def counterfactual_report() -> dict:
+    fixed, still = row("fixed-by-pages", recall=0.5), row("still-unfaithful", recall=0.5)
+    fixed["counterfactual"] = {"for": "retrieval", "first_failure": None, "fixed": True}
+    still["counterfactual"] = {"for": "retrieval", "first_failure": "faithfulness", "fixed": False}
+    report = synthetic(row("good"), fixed, still)
+    report["summary"]["counterfactual"] = {"retrieval": {"fixed": 1, "still_fails": 1}}
+    return report
+
+
+def case_section(page: str, case_id: str) -> str:
+    return page[page.index(f'<section id="case-{case_id}"'):].split("</section>")[0]
+
+
+def test_counterfactual_verdicts_show_in_their_cases_and_in_a_picture():
+    page = html(counterfactual_report())
+    assert ("Counterfactual (retrieval):</strong> fixed with the expected pages: the retriever is the cause."
+            in case_section(page, "fixed-by-pages"))
+    assert ("Counterfactual (retrieval):</strong> still fails at faithfulness with the expected pages: the "
+            "generator fails too." in case_section(page, "still-unfaithful"))
+    assert 'class="counterfactual"' not in case_section(page, "good")
+    [(fixed, g)] = Svg(page).find("counterfactual", "rect", "cf-fixed")
+    assert (g["data-kind"], g["data-fixed"], g["data-still-fails"]) == ("retrieval", "1", "1")
+    assert "1 fixed, 1 still fails (of 2)" in Svg(page).texts["counterfactual"]
+
+
+def test_counterfactual_counts_come_from_the_rows_when_the_summary_lacks_them():
+    report = counterfactual_report()
+    del report["summary"]["counterfactual"]
+    [(still, g)] = Svg(html(report)).find("counterfactual", "rect", "cf-still")
+    assert (g["data-fixed"], g["data-still-fails"]) == ("1", "1")
+    assert still.get("fill") == "url(#counterfactual-hatch)"
+
+
+def test_no_counterfactual_without_the_field():
+    page = html(all_report())
+    assert 'id="counterfactual"' not in page and "Counterfactual" not in page
+
+
+def test_hostile_case_id_and_category_are_escaped_inside_the_svg():
+    case_id, category = '<script>alert("x")</script>', '"><svg onload=x>&amp;'
+    bad = row(case_id, recall=0.5)
+    bad["counterfactual"] = {"for": "retrieval", "first_failure": None, "fixed": True}
+    report = synthetic(bad)
     report["summary"]["categories"] = {category: {**rate(1, 2), "top_failure": None}}
     page = html(report)
-    assert "<svg onload" not in page
-    svg = Svg(page)  # read back as the very same text, in an attribute, a label and a tooltip
+    assert "<script" not in page and "<svg onload" not in page
+    svg = Svg(page)  # each is read back as the very same text, in an attribute, a label and a tooltip
     assert [g["data-name"] for a, g in svg.find("category-rates", "path", "whisker")] == [category]
-    assert category in svg.texts["category-rates"] and category in svg.titles["category-rates"]
+    assert category in svg.texts["category-rates"]
+    assert f"fixed: {case_id}" in svg.titles["counterfactual"]
 
 
 def test_every_picture_has_a_title_and_a_description():
-    page = Svg(html(all_report()))
+    page = Svg(html(counterfactual_report()))
     svgs = {s for s, *_ in page.elements}
-    assert svgs == {"funnel", "stage-rates", "category-rates"}
+    assert svgs == {"funnel", "counterfactual"}
     for s in svgs:
         tags = [t for svg, t, a, g in page.elements if svg == s]
         assert tags[1:3] == ["title", "desc"], s
 
 
 def test_pictures_fetch_nothing():
-    for page in (html(rules_report()), html(all_report())):
+    for page in (html(counterfactual_report()), html(all_report())):
         pictures = page[page.index("<h2>Pictures</h2>"):page.index("<h2>Stages</h2>")]
         assert "<svg" in pictures and not re.search(r"https?:|//", pictures)  # not even an xmlns
         # anywhere on the page (a case's answer may quote a URL as text): nothing that loads anything
