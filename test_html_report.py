@@ -331,19 +331,40 @@ def test_pictures_fetch_nothing():
                              r"@import|url\((?!#)", page, re.I)
 
 
-def test_chromium_renders_every_case(tmp_path):
+def chromium(tmp_path: Path, page: Path, *flags: str) -> subprocess.CompletedProcess:
     if not CHROMIUM.exists():
         if "CI" in os.environ:
             pytest.fail(f"{CHROMIUM} is missing; CI must install it: apt-get install -y chromium")
         pytest.skip(f"{CHROMIUM} is not installed")
+    done = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", *flags, page.as_uri()],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_chromium_renders_every_case(tmp_path):
     report = rules_report()
     page = tmp_path / "rules+hash+lexical.html"
     page.write_text(html(report), encoding="utf-8")
-    done = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                           page.as_uri()], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = Page(done.stdout)
+    dom = Page(chromium(tmp_path, page, "--dump-dom").stdout)
     assert dom.sections == [f"case-{r['id']}" for r in report["rows"]]
     assert len(dom.rows) == len(report["rows"])
+
+
+def test_chromium_draws_the_pictures_of_the_bundled_run(tmp_path):
+    report = all_report()
+    page = tmp_path / "rules+hash+lexical.all.html"
+    page.write_text(html(report), encoding="utf-8")
+    dom = Svg(chromium(tmp_path, page, "--dump-dom").stdout)
+    assert {s for s, *_ in dom.elements} == {"funnel", "stage-rates", "category-rates"}
+    assert len(dom.find("funnel", "rect", "pass")) == len(stages.STAGES) + 1
+    assert len(dom.find("stage-rates", "path", "whisker")) == 1 + len(report["summary"]["stages"])
+    assert len(dom.find("category-rates", "path", "whisker")) == len(report["summary"]["categories"])
+    shot = tmp_path / "pictures.png"
+    chromium(tmp_path, page, "--window-size=1300,1800", f"--screenshot={shot}")
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1300, 1800)
+    assert len(png) > 100_000, "a nearly blank screenshot"  # white compresses to a few kB; the figures do not
