@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from html_report import html
+import stages
+from html_report import BAR_W, LABEL_W, html
+from stats import rate, rate_text, wilson_interval
 
 HERE = Path(__file__).parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -16,6 +18,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 def rules_report() -> dict:
     return json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
+
+
+def all_report() -> dict:
+    return json.loads((HERE / "runs" / "rules+hash+lexical.all.json").read_text())
 
 
 def row(case_id: str, recall: float = 1.0, faithfulness: float = 1.0) -> dict:
@@ -144,19 +150,221 @@ def test_minimal_report_without_summary_does_not_crash():
     assert 'id="case-good"' in html(report)
 
 
-def test_chromium_renders_every_case(tmp_path):
+class Svg(HTMLParser):
+    """Every element inside an inline SVG: (svg id, tag, attributes, the enclosing <g>'s attributes); per SVG
+    the text of its <text> elements and of its <title>s (tooltips); and the figure captions, all decoded as a
+    browser reads them."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.elements, self.texts, self.titles, self.captions = [], {}, {}, []
+        self._svg, self._g, self._in, self._caption = None, {}, [], None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg":
+            self._svg = a.get("id")
+            self.texts[self._svg], self.titles[self._svg] = [], []
+        elif tag == "figcaption":
+            self._caption = ""
+        if self._svg is not None:
+            if tag == "g":
+                self._g = a
+            self.elements.append((self._svg, tag, a, self._g))
+            self._in.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag == "figcaption":
+            self.captions.append(self._caption)
+            self._caption = None
+        if self._svg is None:
+            return
+        self._in.pop()
+        if tag == "g":
+            self._g = {}
+        elif tag == "svg":
+            self._svg = None
+
+    def handle_data(self, data):
+        if self._caption is not None:
+            self._caption += data
+        if self._svg is not None and self._in and self._in[-1] in ("text", "title"):
+            (self.texts if self._in[-1] == "text" else self.titles)[self._svg].append(data)
+
+    def find(self, svg: str, tag: str, cls: str = "") -> list[tuple[dict, dict]]:
+        """(attributes, enclosing <g>'s attributes) of each `tag` in SVG `svg` with class `cls`."""
+        return [(a, g) for s, t, a, g in self.elements
+                if s == svg and t == tag and (not cls or cls in (a.get("class") or "").split())]
+
+
+def scored(*rows: dict) -> dict:
+    """A report whose rows' first failures and summary are computed as evaluate.py computes them."""
+    for r in rows:
+        r["first_failure"] = stages.first_failure(r)
+    report = synthetic(*rows)
+    report["summary"] = stages.summarize(list(rows), 3)
+    return report
+
+
+def test_funnel_counts_the_cases_entering_and_passing_each_stage():
+    chat = row("chat")
+    chat.update(retrieval=None, expected_docs=[], behaviour={"pass": True, "failures": []},
+                judged={"answer_relevancy": {"score": 1.0, "reason": "on topic"}})
+    rude = row("rude")
+    rude.update(retrieval=None, expected_docs=[], behaviour={"pass": False, "failures": ["said a secret"]},
+                judged={"answer_relevancy": {"score": 1.0, "reason": "on topic"}})
+    broken = row("broken")
+    broken.update(error="Timeout", judged={})
+    report = scored(row("good"), row("missed", recall=0.5), row("unfaithful", faithfulness=0.5), chat, rude,
+                    broken)
+    page = Svg(html(report))
+    steps = {g["data-stage"]: (int(g["data-entering"]), int(g["data-passing"]))
+             for g, _ in page.find("funnel", "g", "step")}
+    # behaviour applies to chat and rude only; rude stops there; the broken case is left out everywhere;
+    # retrieval lets in the three cases expecting pages; faithfulness the two that kept their pages;
+    # answer relevancy good and chat (chat skipped retrieval and the context metrics, and rejoins here).
+    assert steps == {"behaviour": (2, 1), "tools": (4, 4), "retrieval": (3, 2), "faithfulness": (2, 1),
+                     "contextual_recall": (1, 1), "answer_relevancy": (2, 2)}
+    assert "2 of 5 pass every stage" in page.texts["funnel"]  # good and chat
+
+
+def test_funnel_failures_are_the_first_failure_counts_of_the_bundled_run():
+    report = all_report()
+    page = Svg(html(report))
+    failing = {g["data-stage"]: int(g["data-entering"]) - int(g["data-passing"])
+               for g, _ in page.find("funnel", "g", "step")}
+    assert {s: n for s, n in failing.items() if n} == report["summary"]["first_failures"]
+
+
+def test_whisker_ends_at_the_wilson_bounds_of_8_of_9():
+    report = synthetic(row("good"))
+    report["summary"]["stages"] = {"faithfulness": rate(8, 9)}
+    page = Svg(html(report))
+    [(whisker, g)] = page.find("stage-rates", "path", "whisker")
+    low, high = wilson_interval(8, 9)
+    assert (g["data-name"], float(whisker["data-low"]), float(whisker["data-high"])) == ("faithfulness", low, high)
+    xs = [float(x) for x in re.findall(r"M([\d.]+) ", whisker["d"])]  # the line's start, then each cap
+    assert abs((xs[0] - LABEL_W) / BAR_W - low) < 0.01 / BAR_W and abs((xs[2] - LABEL_W) / BAR_W - high) < 0.01 / BAR_W
+    [(bar, _)] = page.find("stage-rates", "rect", "rate")
+    assert abs(float(bar["width"]) - 8 / 9 * BAR_W) < 0.01
+    assert "8/9 = 89% (95% CI 56%-98%)" in page.texts["stage-rates"]
+
+
+def test_category_bars_carry_their_rates_and_the_never_gated_caption():
+    report = all_report()
+    page = Svg(html(report))
+    names = [g["data-name"] for a, g in page.find("category-rates", "path", "whisker")]
+    assert names == list(report["summary"]["categories"])
+    for r in report["summary"]["categories"].values():
+        assert rate_text(r) in page.texts["category-rates"]
+    assert any("Categories are reported, never gated" in c for c in page.captions)
+
+
+def counterfactual_report() -> dict:
+    fixed, still = row("fixed-by-pages", recall=0.5), row("still-unfaithful", recall=0.5)
+    fixed["counterfactual"] = {"for": "retrieval", "first_failure": None, "fixed": True}
+    still["counterfactual"] = {"for": "retrieval", "first_failure": "faithfulness", "fixed": False}
+    report = synthetic(row("good"), fixed, still)
+    report["summary"]["counterfactual"] = {"retrieval": {"fixed": 1, "still_fails": 1}}
+    return report
+
+
+def case_section(page: str, case_id: str) -> str:
+    return page[page.index(f'<section id="case-{case_id}"'):].split("</section>")[0]
+
+
+def test_counterfactual_verdicts_show_in_their_cases_and_in_a_picture():
+    page = html(counterfactual_report())
+    assert ("Counterfactual (retrieval):</strong> fixed with the expected pages: the retriever is the cause."
+            in case_section(page, "fixed-by-pages"))
+    assert ("Counterfactual (retrieval):</strong> still fails at faithfulness with the expected pages: the "
+            "generator fails too." in case_section(page, "still-unfaithful"))
+    assert 'class="counterfactual"' not in case_section(page, "good")
+    [(fixed, g)] = Svg(page).find("counterfactual", "rect", "cf-fixed")
+    assert (g["data-kind"], g["data-fixed"], g["data-still-fails"]) == ("retrieval", "1", "1")
+    assert "1 fixed, 1 still fails (of 2)" in Svg(page).texts["counterfactual"]
+
+
+def test_counterfactual_counts_come_from_the_rows_when_the_summary_lacks_them():
+    report = counterfactual_report()
+    del report["summary"]["counterfactual"]
+    [(still, g)] = Svg(html(report)).find("counterfactual", "rect", "cf-still")
+    assert (g["data-fixed"], g["data-still-fails"]) == ("1", "1")
+    assert still.get("fill") == "url(#counterfactual-hatch)"
+
+
+def test_no_counterfactual_without_the_field():
+    page = html(all_report())
+    assert 'id="counterfactual"' not in page and "Counterfactual" not in page
+
+
+def test_hostile_case_id_and_category_are_escaped_inside_the_svg():
+    case_id, category = '<script>alert("x")</script>', '"><svg onload=x>&amp;'
+    bad = row(case_id, recall=0.5)
+    bad["counterfactual"] = {"for": "retrieval", "first_failure": None, "fixed": True}
+    report = synthetic(bad)
+    report["summary"]["categories"] = {category: {**rate(1, 2), "top_failure": None}}
+    page = html(report)
+    assert "<script" not in page and "<svg onload" not in page
+    svg = Svg(page)  # each is read back as the very same text, in an attribute, a label and a tooltip
+    assert [g["data-name"] for a, g in svg.find("category-rates", "path", "whisker")] == [category]
+    assert category in svg.texts["category-rates"]
+    assert f"fixed: {case_id}" in svg.titles["counterfactual"]
+
+
+def test_every_picture_has_a_title_and_a_description():
+    page = Svg(html(counterfactual_report()))
+    svgs = {s for s, *_ in page.elements}
+    assert svgs == {"funnel", "counterfactual"}
+    for s in svgs:
+        tags = [t for svg, t, a, g in page.elements if svg == s]
+        assert tags[1:3] == ["title", "desc"], s
+
+
+def test_pictures_fetch_nothing():
+    for page in (html(counterfactual_report()), html(all_report())):
+        pictures = page[page.index("<h2>Pictures</h2>"):page.index("<h2>Stages</h2>")]
+        assert "<svg" in pictures and not re.search(r"https?:|//", pictures)  # not even an xmlns
+        # anywhere on the page (a case's answer may quote a URL as text): nothing that loads anything
+        assert not re.search(r"<(link|script|img|image|use|iframe|object|embed)\b|<[^>]*\s(src|srcset)\s*=|"
+                             r"@import|url\((?!#)", page, re.I)
+
+
+def chromium(tmp_path: Path, page: Path, *flags: str) -> subprocess.CompletedProcess:
     if not CHROMIUM.exists():
         if "CI" in os.environ:
             pytest.fail(f"{CHROMIUM} is missing; CI must install it: apt-get install -y chromium")
         pytest.skip(f"{CHROMIUM} is not installed")
+    done = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", *flags, page.as_uri()],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+def test_chromium_renders_every_case(tmp_path):
     report = rules_report()
     page = tmp_path / "rules+hash+lexical.html"
     page.write_text(html(report), encoding="utf-8")
-    done = subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                           page.as_uri()], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    dom = Page(done.stdout)
+    dom = Page(chromium(tmp_path, page, "--dump-dom").stdout)
     assert dom.sections == [f"case-{r['id']}" for r in report["rows"]]
     assert len(dom.rows) == len(report["rows"])
+
+
+def test_chromium_draws_the_pictures_of_the_bundled_run(tmp_path):
+    report = all_report()
+    page = tmp_path / "rules+hash+lexical.all.html"
+    page.write_text(html(report), encoding="utf-8")
+    dom = Svg(chromium(tmp_path, page, "--dump-dom").stdout)
+    assert {s for s, *_ in dom.elements} == {"funnel", "stage-rates", "category-rates"}
+    assert len(dom.find("funnel", "rect", "pass")) == len(stages.STAGES) + 1
+    assert len(dom.find("stage-rates", "path", "whisker")) == 1 + len(report["summary"]["stages"])
+    assert len(dom.find("category-rates", "path", "whisker")) == len(report["summary"]["categories"])
+    shot = tmp_path / "pictures.png"
+    chromium(tmp_path, page, "--window-size=1300,1800", f"--screenshot={shot}")
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (1300, 1800)
+    assert len(png) > 100_000, "a nearly blank screenshot"  # white compresses to a few kB; the figures do not
