@@ -2,15 +2,21 @@
 
 `load_inputs(folder)` returns the raw JSON of cases.json, docs.json and issues.json (hashed as written)
 after checking them against the models in schemas.py and against each other; any problem raises InputError
-with one line that names the file, the case id where there is one, and the field. pydantic is imported
-only to validate.
+with one line that names the file, the case id where there is one, and the field. Content that already
+passed those models (a stamp in `.cache/validated.json` beside the files) is not given to pydantic again,
+so a replay does not import it; the checks across files always run.
 """
+import hashlib
+import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from cassette import read_json
+from assistant import TOOLS
+from cassette import read_json, write_atomic
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
+CACHE = Path(".cache") / "validated.json"  # beside the input files; gitignored
 
 
 class InputError(Exception):
@@ -52,6 +58,53 @@ def check(path: Path, model: str, data: Any) -> None:
         raise InputError(f"{path.name}: {where(data, loc)}: {message}") from None
 
 
+@cache
+def schema_version() -> str:
+    """What a verdict depends on besides the content: this file and schemas.py, the tool names, pydantic's
+    version. Any change to them invalidates every stamp."""
+    from importlib.util import find_spec
+
+    digest = hashlib.sha256(repr(TOOLS).encode())
+    for source in (Path(__file__), Path(__file__).with_name("schemas.py")):
+        digest.update(source.read_bytes())
+    spec = find_spec("pydantic")
+    if spec is not None and spec.submodule_search_locations:
+        digest.update((Path(spec.submodule_search_locations[0]) / "version.py").read_bytes())
+    return digest.hexdigest()
+
+
+class Validated:
+    """Stamps of content that passed the models, by file name: the SHA-256 of (schema_version, model, the
+    parsed content). New stamps are written by `save`, once the whole load has passed every check."""
+
+    def __init__(self, folder: Path):
+        self.path, self.new = Path(folder) / CACHE, {}
+        try:
+            stamps = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):  # no cache yet, or a damaged one: validate everything
+            stamps = {}
+        self.stamps = stamps if isinstance(stamps, dict) else {}
+
+    def check(self, path: Path, model: str, data: Any) -> None:
+        """`check`, unless this very content already passed this very model."""
+        try:
+            stamp = hashlib.sha256(json.dumps([schema_version(), model, data], sort_keys=True).encode()).hexdigest()
+        except RecursionError:  # nested near the reader's limit: validated every time, never stamped
+            stamp = None
+        if stamp is None or self.stamps.get(path.name) != stamp:
+            check(path, model, data)
+            if stamp is not None:
+                self.new[path.name] = stamp
+
+    def save(self) -> None:
+        """Keep the new stamps; a cache that cannot be written costs the next run a validation, nothing more."""
+        if self.new:
+            try:
+                write_atomic(self.path, json.dumps({**self.stamps, **self.new}, indent=1, sort_keys=True) + "\n")
+            except OSError:
+                pass
+
+
 def unique_ids(path: Path, items: list[dict], field: str) -> None:
     seen = set()
     for i, item in enumerate(items):
@@ -60,9 +113,9 @@ def unique_ids(path: Path, items: list[dict], field: str) -> None:
         seen.add(item["id"])
 
 
-def load_cases(path: Path, page_ids: set[str]) -> dict:
+def load_cases(path: Path, page_ids: set[str], validated: Validated) -> dict:
     cases = read(path)
-    check(path, "CaseSet", cases)
+    validated.check(path, "CaseSet", cases)
     unique_ids(path, cases["cases"], "cases")
     for i, case in enumerate(cases["cases"]):
         stray = [t for t in case.get("expected_args", {}) if t not in case["expected_tools"]]
@@ -86,22 +139,26 @@ def load_cases(path: Path, page_ids: set[str]) -> dict:
 def load_inputs(folder: Path) -> tuple[dict, list[dict], dict]:
     """cases.json, docs.json and issues.json from `folder`, validated."""
     folder = Path(folder)
+    validated = Validated(folder)
     docs = read(folder / "docs.json")
-    check(folder / "docs.json", "Docs", {"docs": docs})
+    validated.check(folder / "docs.json", "Docs", {"docs": docs})
     unique_ids(folder / "docs.json", docs, "docs")
     for i, doc in enumerate(docs):
         stray = [p for p in doc.get("planted", []) if p not in doc["text"]]
         if stray:
             raise InputError(f"docs.json: docs[{i}] ({doc['id']}).planted: not in the page's text: {stray[0][:60]!r}")
     issues = read(folder / "issues.json")
-    check(folder / "issues.json", "Issues", {"issues": issues})
-    cases = load_cases(folder / "cases.json", {d["id"] for d in docs})
+    validated.check(folder / "issues.json", "Issues", {"issues": issues})
+    cases = load_cases(folder / "cases.json", {d["id"] for d in docs}, validated)
+    validated.save()
     return cases, docs, issues
 
 
 def load_calibration(path: Path) -> dict:
+    validated = Validated(Path(path).parent)
     cases = read(path)
-    check(Path(path), "CalibrationSet", cases)
+    validated.check(Path(path), "CalibrationSet", cases)
     unique_ids(path, cases["cases"], "cases")
+    validated.save()
     return cases
 

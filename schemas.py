@@ -1,7 +1,8 @@
 """The pydantic models of the input files and of a baseline, imported only when something needs validating.
 
-dataset.py and baseline.py turn a validation error into their one-line messages; a replay that has nothing
-to validate never imports pydantic.
+dataset.py and baseline.py turn a validation error into their one-line messages. dataset.py gives pydantic
+only content that has not passed these models before (its stamps cover this file's source), so a replay of
+unchanged inputs never imports it.
 """
 from typing import Annotated, Any, Literal, Optional
 
