@@ -5,9 +5,8 @@ Tools and the judged stages come from sampled models, so their pass rates may dr
 A baseline records what it was measured with, and is refused for a run measured any other way.
 """
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from cassette import read_json
 
@@ -20,8 +19,7 @@ class BaselineError(Exception):
     """A baseline that cannot be used: missing, malformed, or measured another way."""
 
 
-@dataclass
-class Verdict:
+class Verdict(NamedTuple):
     regressions: list[str]
     text: str
 
