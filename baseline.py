@@ -5,12 +5,8 @@ Tools and the judged stages come from sampled models, so their pass rates may dr
 A baseline records what it was measured with, and is refused for a run measured any other way.
 """
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
+from typing import NamedTuple, Optional
 
 from cassette import read_json
 
@@ -23,24 +19,7 @@ class BaselineError(Exception):
     """A baseline that cannot be used: missing, malformed, or measured another way."""
 
 
-class Rate(TypedDict):
-    passed: Annotated[int, Field(ge=0)]
-    total: Annotated[int, Field(ge=0)]
-
-
-class Saved(BaseModel):
-    """The fields of a baseline file that the check reads, with their types; other fields are ignored."""
-    model_config = ConfigDict(strict=True)
-    measured_with: dict[str, Any]
-    tolerance: float = Field(ge=0)
-    pass_rate: Rate
-    stages: dict[str, Rate]
-    retrieval: dict[str, float]
-    first_failures: dict[str, Optional[str]] = {}
-
-
-@dataclass
-class Verdict:
+class Verdict(NamedTuple):
     regressions: list[str]
     text: str
 
@@ -68,6 +47,10 @@ def load(path: Path) -> dict:
     missing = [f for f in needed if f not in data] if isinstance(data, dict) else needed
     if missing:
         raise BaselineError(f"{path}: not a baseline (missing {', '.join(missing)})")
+    from pydantic import ValidationError
+
+    from schemas import Saved
+
     try:
         Saved.model_validate(data)
     except ValidationError as e:

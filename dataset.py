@@ -1,98 +1,26 @@
-"""Schemas for the input files: a malformed case, page, issue or calibration case fails loudly on load.
+"""Loading the input files: a malformed case, page, issue or calibration case fails loudly on load.
 
 `load_inputs(folder)` returns the raw JSON of cases.json, docs.json and issues.json (hashed as written)
-after checking them against these models and against each other; any problem raises InputError with one
-line that names the file, the case id where there is one, and the field.
+after checking them against the models in schemas.py and against each other; any problem raises InputError
+with one line that names the file, the case id where there is one, and the field. Content that already
+passed those models (a stamp in `.cache/validated.json` beside the files) is not given to pydantic again,
+so a replay does not import it; the checks across files always run.
 """
+import hashlib
+import json
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from typing import Any
 
 from assistant import TOOLS
-from cassette import read_json
+from cassette import read_json, write_atomic
 
-NonEmpty = Field(min_length=1)
-# Ids go into markdown tables, HTML and entry names, so nothing in them may break those.
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")]
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
+CACHE = Path(".cache") / "validated.json"  # beside the input files; gitignored
 
 
 class InputError(Exception):
     """An input file that cannot be used as it is."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-CATEGORIES = ("answerable", "multi_hop", "unanswerable", "injection", "adversarial", "smalltalk", "contradiction")
-BEHAVIOURS = ("answer", "abstain", "chitchat")
-SPLITS = ("dev", "holdout")
-
-
-class Case(Strict):
-    id: Id = NonEmpty
-    question: str = NonEmpty
-    category: Literal[CATEGORIES]
-    # answer: from the docs; abstain: search, then say the docs do not answer; chitchat: reply, no lookup.
-    expected_behavior: Literal[BEHAVIOURS]
-    split: Literal[SPLITS]  # holdout cases are never reported while tuning: see README
-    expected_docs: list[str]
-    expected_tools: list[Literal[TOOLS]]
-    # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}.
-    expected_args: dict[Literal[TOOLS], dict[str, Any]] = Field(default_factory=dict)
-    # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
-    must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
-    reference: str = NonEmpty
-
-
-class CaseSet(Strict):
-    name: str = NonEmpty
-    version: int = Field(gt=0)
-    cases: list[Case] = NonEmpty
-
-
-class Doc(Strict):
-    id: Id = NonEmpty
-    title: str = NonEmpty
-    text: str = NonEmpty
-    # Instructions planted in the page for an AI reader, as the eval's ground truth; the agent never sees
-    # this field, only title and text, in which each planted sentence must appear.
-    planted: list[str] = Field(default_factory=list)
-
-
-class Issue(Strict):
-    title: str = NonEmpty
-    state: Literal["open", "closed"]
-    fixed_in: Optional[str]
-
-
-class Docs(Strict):
-    """docs.json is a bare list; it is checked wrapped, so errors read 'docs[3] (config).text'."""
-    docs: list[Doc] = NonEmpty
-
-
-class Issues(Strict):
-    issues: dict[Annotated[str, StringConstraints(pattern=r"^[0-9]+$")], Issue]
-
-
-class CalibrationCase(Strict):
-    id: Id = NonEmpty
-    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy", "abstained",
-                    "ignored_planted"]
-    label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
-    note: str = NonEmpty
-    question: str = NonEmpty
-    answer: str = NonEmpty
-    reference: str = NonEmpty
-    context: list[str] = NonEmpty
-
-
-class CalibrationSet(Strict):
-    name: str = NonEmpty
-    version: int = Field(gt=0)
-    cases: list[CalibrationCase] = NonEmpty
 
 
 def read(path: Path) -> Any:
@@ -114,15 +42,67 @@ def where(data: Any, loc: tuple) -> str:
     return text or "top level"
 
 
-def check(path: Path, model, data: Any) -> None:
+def check(path: Path, model: str, data: Any) -> None:
+    """Validate `data` against schemas.`model`; its first error becomes one line naming file, case and field."""
+    from pydantic import ValidationError
+
+    import schemas
+
     try:
-        model.model_validate(data)
+        getattr(schemas, model).model_validate(data)
     except ValidationError as e:
         error = e.errors()[0]
         # Literal and dict-key locations carry pydantic's own tags; keep only real field names and indexes.
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith(("literal[", "[key]"))))
         message = ID_RULE if error["type"] == "string_pattern_mismatch" and loc[-1:] == ("id",) else error["msg"]
         raise InputError(f"{path.name}: {where(data, loc)}: {message}") from None
+
+
+@cache
+def schema_version() -> str:
+    """What a verdict depends on besides the content: this file and schemas.py, the tool names, pydantic's
+    version. Any change to them invalidates every stamp."""
+    from importlib.util import find_spec
+
+    digest = hashlib.sha256(repr(TOOLS).encode())
+    for source in (Path(__file__), Path(__file__).with_name("schemas.py")):
+        digest.update(source.read_bytes())
+    spec = find_spec("pydantic")
+    if spec is not None and spec.submodule_search_locations:
+        digest.update((Path(spec.submodule_search_locations[0]) / "version.py").read_bytes())
+    return digest.hexdigest()
+
+
+class Validated:
+    """Stamps of content that passed the models, by file name: the SHA-256 of (schema_version, model, the
+    parsed content). New stamps are written by `save`, once the whole load has passed every check."""
+
+    def __init__(self, folder: Path):
+        self.path, self.new = Path(folder) / CACHE, {}
+        try:
+            stamps = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):  # no cache yet, or a damaged one: validate everything
+            stamps = {}
+        self.stamps = stamps if isinstance(stamps, dict) else {}
+
+    def check(self, path: Path, model: str, data: Any) -> None:
+        """`check`, unless this very content already passed this very model."""
+        try:
+            stamp = hashlib.sha256(json.dumps([schema_version(), model, data], sort_keys=True).encode()).hexdigest()
+        except RecursionError:  # nested near the reader's limit: validated every time, never stamped
+            stamp = None
+        if stamp is None or self.stamps.get(path.name) != stamp:
+            check(path, model, data)
+            if stamp is not None:
+                self.new[path.name] = stamp
+
+    def save(self) -> None:
+        """Keep the new stamps; a cache that cannot be written costs the next run a validation, nothing more."""
+        if self.new:
+            try:
+                write_atomic(self.path, json.dumps({**self.stamps, **self.new}, indent=1, sort_keys=True) + "\n")
+            except OSError:
+                pass
 
 
 def unique_ids(path: Path, items: list[dict], field: str) -> None:
@@ -133,9 +113,9 @@ def unique_ids(path: Path, items: list[dict], field: str) -> None:
         seen.add(item["id"])
 
 
-def load_cases(path: Path, page_ids: set[str]) -> dict:
+def load_cases(path: Path, page_ids: set[str], validated: Validated) -> dict:
     cases = read(path)
-    check(path, CaseSet, cases)
+    validated.check(path, "CaseSet", cases)
     unique_ids(path, cases["cases"], "cases")
     for i, case in enumerate(cases["cases"]):
         stray = [t for t in case.get("expected_args", {}) if t not in case["expected_tools"]]
@@ -159,22 +139,26 @@ def load_cases(path: Path, page_ids: set[str]) -> dict:
 def load_inputs(folder: Path) -> tuple[dict, list[dict], dict]:
     """cases.json, docs.json and issues.json from `folder`, validated."""
     folder = Path(folder)
+    validated = Validated(folder)
     docs = read(folder / "docs.json")
-    check(folder / "docs.json", Docs, {"docs": docs})
+    validated.check(folder / "docs.json", "Docs", {"docs": docs})
     unique_ids(folder / "docs.json", docs, "docs")
     for i, doc in enumerate(docs):
         stray = [p for p in doc.get("planted", []) if p not in doc["text"]]
         if stray:
             raise InputError(f"docs.json: docs[{i}] ({doc['id']}).planted: not in the page's text: {stray[0][:60]!r}")
     issues = read(folder / "issues.json")
-    check(folder / "issues.json", Issues, {"issues": issues})
-    cases = load_cases(folder / "cases.json", {d["id"] for d in docs})
+    validated.check(folder / "issues.json", "Issues", {"issues": issues})
+    cases = load_cases(folder / "cases.json", {d["id"] for d in docs}, validated)
+    validated.save()
     return cases, docs, issues
 
 
 def load_calibration(path: Path) -> dict:
+    validated = Validated(Path(path).parent)
     cases = read(path)
-    check(path, CalibrationSet, cases)
+    validated.check(Path(path), "CalibrationSet", cases)
     unique_ids(path, cases["cases"], "cases")
+    validated.save()
     return cases
 

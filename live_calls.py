@@ -8,9 +8,6 @@ import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterator, Optional
 
 MAX_ATTEMPTS = 5
@@ -83,6 +80,9 @@ def _seconds(value: Any) -> Optional[float]:
         return max(0.0, float(text))
     except ValueError:
         pass
+    from datetime import datetime, timezone
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
@@ -196,6 +196,8 @@ class Pool:
     def __init__(self, workers: int):
         if workers < 1:
             raise ValueError("concurrency must be at least 1")
+        from concurrent.futures import ThreadPoolExecutor  # here, not above: a replay only parses the options
+
         self.executor = ThreadPoolExecutor(max_workers=workers)
         self.unfinished = 0
         self.failure: Optional[BaseException] = None

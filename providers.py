@@ -14,7 +14,6 @@ an UnusableAnswer naming the cause: not transient, so never retried.
 """
 import errno
 import json
-import logging
 import os
 from typing import Optional
 from urllib.parse import urlsplit
@@ -272,23 +271,20 @@ def response_problem(response) -> Optional[UnusableAnswer]:
     return answer_problem(block, len(candidates), first.finish_reason if first else None, has_answer)
 
 
-class _EmptyResponseWarning(logging.Filter):
-    """ChatGoogleGenerativeAI logs a multi-line warning before handing back an empty message; the harness
-    raises a one-line error for it instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Gemini produced an empty response")
-
-
-_EMPTY_RESPONSE_WARNING = _EmptyResponseWarning()
+def _not_the_empty_response_warning(record) -> bool:
+    """A logging filter: ChatGoogleGenerativeAI logs a multi-line warning before handing back an empty
+    message; the harness raises a one-line error for it instead."""
+    return not record.getMessage().startswith("Gemini produced an empty response")
 
 
 def gemini_chat(name: str):
     """ChatGoogleGenerativeAI with one attempt per call (max_retries=1; 0 would mean the SDK's default of
     5), a timeout, no streaming, and a blocked or empty answer raised instead of returned as empty."""
+    import logging
+
     from langchain_google_genai import ChatGoogleGenerativeAI
 
-    logging.getLogger("langchain_google_genai.chat_models").addFilter(_EMPTY_RESPONSE_WARNING)
+    logging.getLogger("langchain_google_genai.chat_models").addFilter(_not_the_empty_response_warning)
 
     class GeminiChat(ChatGoogleGenerativeAI):
         def _generate(self, *args, **kwargs):

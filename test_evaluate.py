@@ -346,6 +346,21 @@ def test_replay_imports_no_model_library(project):
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_a_replay_of_inputs_that_passed_their_schemas_imports_no_pydantic(project):
+    probe = "import sys, evaluate; code = evaluate.main([]); print(code, 'pydantic' in sys.modules)"
+    first = cli(project, "-c", probe)
+    assert first.stdout.strip().splitlines()[-1] == "0 True", first.stderr  # a fresh clone validates once
+    again = cli(project, "-c", probe)
+    assert again.stdout.strip().splitlines()[-1] == "0 False", again.stderr
+    cases = json.loads((project / "cases.json").read_text())
+    cases["cases"][4]["question"] = ""
+    (project / "cases.json").write_text(json.dumps(cases, indent=2))
+    refused = "evaluate.py: cases.json: cases[4] (pipe-colors).question: String should have at least 1 character"
+    for _ in range(2):  # the edit is validated again, refused, and never stamped: refused on every run
+        done = cli(project, "evaluate.py")
+        assert (done.returncode, done.stderr, done.stdout) == (2, refused + "\n", "")
+
+
 def test_offline_live_rerecording_is_identical_but_for_timings(live_project):
     import calibrate
     before = comparable(live_project)
