@@ -1,5 +1,6 @@
 """Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
+import json
 from typing import Optional
 
 from stats import percentile, rate
@@ -36,15 +37,26 @@ def behaviour_verdict(row: dict, planted_retrieved: list[str]) -> Optional[dict]
     return {"pass": not failures, "failures": failures, "planted_retrieved": planted_retrieved}
 
 
-def retrieval_scores(retrieved: list[str], expected: list[str]) -> Optional[dict]:
-    """hit@k, recall@k and reciprocal rank of the expected pages; None when the case expects no search."""
+def searched_pages(trace: dict) -> list[list[str]]:
+    """The page ids each search_docs call returned, in rank order: one list per call."""
+    return [[page["id"] for page in json.loads(output["content"])]
+            for output in trace["tool_outputs"] if output["tool"] == "search_docs"]
+
+
+def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> Optional[dict]:
+    """hit@k, recall@k and reciprocal rank of the expected pages, per search: a page is retrieved at rank r
+    when some search returned it at rank r <= k, and its rank is the best any search gave it. None when the
+    case expects no page."""
     if not expected:
         return None
-    ranked = list(dict.fromkeys(retrieved))  # two searches can return a page twice; rank it once
-    ranks = sorted(ranked.index(page) + 1 for page in set(expected) if page in ranked)
+    best: dict[str, int] = {}
+    for ranked in searches:
+        for rank, page in enumerate(ranked[:k], start=1):
+            best[page] = min(rank, best.get(page, rank))
+    ranks = sorted(best[page] for page in set(expected) if page in best)
     return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
             "reciprocal_rank": 1 / ranks[0] if ranks else 0.0,
-            "missed": sorted(set(expected) - set(ranked))}
+            "missed": sorted(set(expected) - set(best))}
 
 
 def argument_errors(calls: list[dict], expected_args: dict[str, dict]) -> list[str]:

@@ -19,7 +19,7 @@ from conftest import OFFLINE, OFFLINE_RUN
 from entries import Inputs
 from evaluate import evaluate, header
 from report import markdown
-from stages import failure_reason, first_failure, retrieval_scores, tool_verdict
+from stages import failure_reason, first_failure, retrieval_scores, searched_pages, tool_verdict
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
@@ -46,25 +46,86 @@ def inputs() -> dict:
 
 # ---- retrieval ------------------------------------------------------------------------------------------
 
-def test_hit_and_reciprocal_rank():
-    assert retrieval_scores(["init", "storage", "sync"], ["storage"]) == \
-        {"hit": True, "recall": 1.0, "reciprocal_rank": 0.5, "missed": []}
-    assert retrieval_scores(["init", "sync", "tokens"], ["storage"]) == \
+# Worked by hand (k = 3): a page is retrieved at rank r when some search returned it at rank r <= k; recall is
+# the share of expected pages retrieved; RR is 1 over the best rank any search gave an expected page.
+RETRIEVAL_TABLE = [
+    # one search: the textbook figures of one ranked list
+    ([["init", "storage", "sync"]], ["storage"], (True, 1.0, 1 / 2, [])),
+    ([["init", "sync", "tokens"]], ["storage"], (False, 0.0, 0.0, ["storage"])),
+    ([["import", "output", "init"]], ["output", "config"], (True, 0.5, 1 / 2, ["config"])),
+    ([["config", "import", "output"]], ["output", "config"], (True, 1.0, 1 / 1, [])),
+    # two searches: the second found the page first; as one list of six it would sit at rank 4 (RR 0.25)
+    ([["init", "sync", "tokens"], ["storage", "init", "sync"]], ["storage"], (True, 1.0, 1 / 1, [])),
+    # two searches found one expected page each
+    ([["init", "storage", "sync"], ["tokens", "sync", "config"]], ["storage", "config"], (True, 1.0, 1 / 2, [])),
+    # the same page at rank 3 and at rank 2: its rank is the better one
+    ([["init", "sync", "storage"], ["tokens", "storage", "init"]], ["storage"], (True, 1.0, 1 / 2, [])),
+    # both searches returned storage first; config is rank 2 of the second, not rank 3 of one list
+    ([["storage", "init", "sync"], ["storage", "config", "tokens"]], ["config"], (True, 1.0, 1 / 2, [])),
+    # no search at all
+    ([], ["storage"], (False, 0.0, 0.0, ["storage"])),
+]
+
+
+@pytest.mark.parametrize("searches, expected, figures", RETRIEVAL_TABLE)
+def test_retrieval_figures_per_search_match_the_hand_worked_table(searches, expected, figures):
+    hit, recall, rr, missed = figures
+    assert retrieval_scores(searches, expected, 3) == \
+        {"hit": hit, "recall": recall, "reciprocal_rank": rr, "missed": missed}
+
+
+def test_a_page_below_rank_k_of_its_search_is_not_retrieved_at_k():
+    four = [["init", "sync", "tokens", "storage"]]
+    assert retrieval_scores(four, ["storage"], 3) == \
         {"hit": False, "recall": 0.0, "reciprocal_rank": 0.0, "missed": ["storage"]}
+    assert retrieval_scores(four, ["storage"], 4)["reciprocal_rank"] == 0.25
 
 
-def test_hit_hides_a_missing_second_page_and_recall_shows_it():
-    scores = retrieval_scores(["import", "output", "init"], ["output", "config"])
-    assert scores["hit"] and scores["recall"] == 0.5 and scores["missed"] == ["config"]
+def flat_scores(retrieved: list[str], expected: list[str]) -> dict:
+    """The rule before per-search ranking: every returned page ranked as one list, first copy kept."""
+    ranked = list(dict.fromkeys(retrieved))
+    ranks = sorted(ranked.index(page) + 1 for page in set(expected) if page in ranked)
+    return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
+            "reciprocal_rank": 1 / ranks[0] if ranks else 0.0, "missed": sorted(set(expected) - set(ranked))}
+
+
+@pytest.mark.parametrize("expected", [["a"], ["c"], ["a", "c"], ["b", "d"], ["d"]])
+def test_one_search_scores_as_the_one_list_did(expected):
+    for ranked in itertools.permutations(["a", "b", "c", "d"], 3):
+        assert retrieval_scores([list(ranked)], expected, 3) == flat_scores(list(ranked), expected)
 
 
 def test_case_without_expected_pages_skips_retrieval():
-    assert retrieval_scores(["init"], []) is None
+    assert retrieval_scores([["init"]], [], 3) is None
 
 
-def test_a_page_returned_by_two_searches_is_ranked_once():
-    # Two searches returned storage first; the second copy must not push config down to rank 3.
-    assert retrieval_scores(["storage", "storage", "config"], ["config"])["reciprocal_rank"] == 0.5
+def search_output(*pages: str) -> dict:
+    return {"tool": "search_docs", "content": json.dumps([{"id": p, "text": f"{p} text"} for p in pages])}
+
+
+def test_a_row_ranks_each_search_of_its_trace_on_its_own():
+    """Through evaluate's own row: two searches, the expected page first in the second one."""
+    import evaluate as module
+    from cassette import ABSENT
+
+    trace = {"answer": "a", "usage": {}, "agent_s": 0.1,
+             "tool_calls": [{"name": "search_docs", "args": {"query": "q1"}},
+                            {"name": "search_docs", "args": {"query": "q2"}}],
+             "tool_outputs": [search_output("init", "sync", "tokens"), search_output("storage", "init", "sync")],
+             "retrieved": ["init", "sync", "tokens", "storage", "init", "sync"]}
+
+    class Recorded:
+        """A cassette holding only this trace and its tool score."""
+        def lookup(self, name, deps_of):
+            found = {"agent/two": trace, "tools/two": PERFECT}
+            return (found[name], []) if name in found else (ABSENT, ["not recorded"])
+
+    case = {"id": "two", "question": "q", "category": "answerable", "split": "dev", "expected_behavior": "answer",
+            "reference": "r", "expected_docs": ["storage"], "expected_tools": ["search_docs"]}
+    i = inputs()
+    row = module.case_row(Inputs(i["cases"], i["docs"], i["issues"], "rules", "hash", "lexical"), case, Recorded())
+    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
+    assert searched_pages(trace) == [["init", "sync", "tokens"], ["storage", "init", "sync"]]
 
 
 # ---- tools ----------------------------------------------------------------------------------------------
