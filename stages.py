@@ -1,8 +1,10 @@
 """Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
+import functools
 import json
-from typing import Optional
+from typing import Any, Optional
 
+from assistant import TOOL_PARAMETERS
 from stats import percentile, rate
 
 THRESHOLD = 0.7
@@ -59,18 +61,68 @@ def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> 
             "missed": sorted(set(expected) - set(best))}
 
 
-def argument_errors(calls: list[dict], expected_args: dict[str, dict]) -> list[str]:
-    """For each tool with stated arguments, some call to it must carry them all. Extra calls to the same
-    tool with other arguments are not held against it: searching twice is legitimate."""
+def as_declared(value: Any, kind: Optional[type]) -> Any:
+    """An argument as a tool declaring `kind` receives it: pydantic's lax conversion, as LangChain's
+    StructuredTool validates a call ("212" is 212), except that a bool is never a number. ValueError when the
+    tool would refuse it; an undeclared parameter is taken as it is."""
+    if kind is None:
+        return value
+    if isinstance(value, bool) and kind is not bool:
+        raise ValueError(f"a bool is not {type_name(kind)}")
+    return _adapter(kind).validate_python(value)
+
+
+@functools.cache
+def _adapter(kind: type):
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(kind)
+
+
+def carries(args: dict, name: str, value: Any, kind: Optional[type]) -> bool:
+    """Whether a call's arguments hold `name` equal to `value` once converted to `kind`; True is never 1."""
+    if name not in args:
+        return False
+    try:
+        got = as_declared(args[name], kind)
+    except ValueError:
+        return False
+    return got == value and isinstance(got, bool) == isinstance(value, bool)
+
+
+def type_name(kind: type) -> str:
+    return f"{'an' if kind.__name__[0] in 'aeiou' else 'a'} {kind.__name__}"
+
+
+def shown_argument(args: dict, name: str, kind: Optional[type]) -> str:
+    if name not in args:
+        return "(none)"
+    try:
+        as_declared(args[name], kind)
+    except ValueError:
+        return f"{args[name]!r} (not {type_name(kind)})"
+    return repr(args[name])
+
+
+def argument_errors(calls: list[dict], expected_args: dict[str, dict],
+                    parameters: dict[str, dict[str, type]] = TOOL_PARAMETERS) -> list[str]:
+    """For each tool with stated arguments, one call to it must carry them all, each read as the tool's
+    declared type. Extra calls to the same tool with other arguments are not held against it: searching twice
+    is legitimate."""
     errors = []
     for tool, wanted in expected_args.items():
+        declared = parameters.get(tool, {})
         made = [c["args"] for c in calls if c["name"] == tool]
-        if not made or any(all(args.get(k) == v for k, v in wanted.items()) for args in made):
+        right = {name: [carries(args, name, value, declared.get(name)) for args in made]
+                 for name, value in wanted.items()}
+        if not made or any(all(right[name][i] for name in wanted) for i in range(len(made))):
             continue  # a missing call is the tool check's failure, not an argument's
-        for name, value in wanted.items():
-            got = [args.get(name, "(none)") for args in made]
-            if value not in got:
-                errors.append(f"{tool}.{name}: expected {value!r}, got {', '.join(map(repr, got))}")
+        wrong = [f"{tool}.{name}: expected {value!r}, got "
+                 f"{', '.join(shown_argument(args, name, declared.get(name)) for args in made)}"
+                 for name, value in wanted.items() if not any(right[name])]
+        errors += wrong or [f"{tool}: no one call carries "
+                            f"{', '.join(f'{name}={value!r}' for name, value in wanted.items())}; each call carries "
+                            "only some of them"]
     return errors
 
 

@@ -19,7 +19,8 @@ from conftest import OFFLINE, OFFLINE_RUN
 from entries import Inputs
 from evaluate import evaluate, header
 from report import markdown
-from stages import failure_reason, first_failure, retrieval_scores, searched_pages, tool_verdict
+from stages import argument_errors, as_declared, failure_reason, first_failure, retrieval_scores, searched_pages, \
+    tool_verdict
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
@@ -174,6 +175,45 @@ def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
         {"score": 1.0, "reason": "", "unexpected": [], "missing": [], "wrong_args": [], "pass": True}
     looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
     assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212)["pass"]
+
+
+def test_a_number_sent_as_a_string_is_the_number_the_tool_receives():
+    for sent in ("212", " 212 ", 212.0, "212.0"):  # what get_issue's StructuredTool turns into 212
+        assert tool_verdict(issue_call(sent), ["get_issue"], PERFECT, ISSUE_212)["pass"], sent
+
+
+def test_a_bool_is_never_a_number_although_python_says_true_equals_1():
+    verdict = tool_verdict(issue_call(True), ["get_issue"], PERFECT, {"get_issue": {"number": 1}})
+    assert verdict["wrong_args"] == ["get_issue.number: expected 1, got True (not an int)"]
+    undeclared = [{"name": "flag", "args": {"n": True}}]  # no declared type: compared as sent, bool apart
+    assert argument_errors(undeclared, {"flag": {"n": 1}}, {}) == ["flag.n: expected 1, got True"]
+
+
+def test_an_argument_the_tool_would_refuse_is_named_as_such():
+    assert tool_verdict(issue_call("two-twelve"), ["get_issue"], PERFECT, ISSUE_212)["wrong_args"] == \
+        ["get_issue.number: expected 212, got 'two-twelve' (not an int)"]
+    assert argument_errors([{"name": "get_issue", "args": {}}], ISSUE_212) == \
+        ["get_issue.number: expected 212, got (none)"]
+
+
+LOOKUP = {"lookup": {"repo": str, "number": int}}
+
+
+def test_several_stated_arguments_must_be_carried_by_one_call():
+    split = [{"name": "lookup", "args": {"repo": "tracker", "number": 1}},
+             {"name": "lookup", "args": {"repo": "other", "number": "212"}}]
+    assert argument_errors(split, {"lookup": {"repo": "tracker", "number": 212}}, LOOKUP) == \
+        ["lookup: no one call carries repo='tracker', number=212; each call carries only some of them"]
+    one = split + [{"name": "lookup", "args": {"repo": "tracker", "number": "212"}}]
+    assert argument_errors(one, {"lookup": {"repo": "tracker", "number": 212}}, LOOKUP) == []
+
+
+def test_the_declared_types_are_the_agents_tools_parameters():
+    from assistant import TOOL_PARAMETERS, TOOLS
+    assert tuple(TOOL_PARAMETERS) == TOOLS
+    assert as_declared("212", int) == 212 and as_declared("q", str) == "q"
+    with pytest.raises(ValueError):
+        as_declared(212, str)  # a StructuredTool taking a str refuses a number: no silent str(212)
 
 
 # ---- first failure --------------------------------------------------------------------------------------
