@@ -2,6 +2,7 @@
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
 import functools
 import json
+from collections import Counter
 from typing import Any, Optional
 
 from assistant import TOOL_PARAMETERS
@@ -127,13 +128,31 @@ def argument_errors(calls: list[dict], expected_args: dict[str, dict],
 
 
 def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expected_args: Optional[dict] = None) -> dict:
-    """DeepEval's tool-correctness score, failed also by a call the case did not expect or wrong arguments."""
-    unexpected = [c["name"] for c in calls if c["name"] not in expected]
-    missing = [name for name in expected if name not in {c["name"] for c in calls}]
+    """The harness's own count: each expected entry needs a call of its own (expected tools are a multiset, so
+    expecting search_docs twice needs two searches; more calls to an expected tool are not held against it),
+    a call to a tool the case does not list fails, and so does a wrong argument. DeepEval's
+    ToolCorrectnessMetric, which matches expected tools as a set, is kept beside it."""
+    made, wanted = Counter(c["name"] for c in calls), Counter(expected)
+    short = {tool: n for tool, n in wanted.items() if made[tool] < n}
+    unexpected = [c["name"] for c in calls if c["name"] not in wanted]
     wrong_args = argument_errors(calls, expected_args or {})
-    return {"score": deepeval["score"], "reason": deepeval["reason"], "unexpected": unexpected,
-            "missing": missing, "wrong_args": wrong_args,
-            "pass": deepeval["score"] == 1.0 and not unexpected and not wrong_args}
+    problems = ([f"missing {tool}" if n == 1 else f"expected {n} calls to {tool}, got {made[tool]}"
+                 for tool, n in short.items()]
+                + ([f"unexpected {', '.join(unexpected)}"] if unexpected else [])
+                + [f"wrong argument {e}" for e in wrong_args])
+    made_all = ", ".join(tool if n == 1 else f"{n} calls to {tool}" for tool, n in wanted.items())
+    return {"score": sum(min(n, made[tool]) for tool, n in wanted.items()) / len(expected) if expected
+            else float(not calls),
+            "reason": "; ".join(problems) or (f"every expected call made: {made_all}" if expected
+                                              else "no tool expected, none called"),
+            "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
+            "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n - made[tool])],
+            "wrong_args": wrong_args, "pass": not problems}
+
+
+def deepeval_disagrees(tools: Optional[dict]) -> bool:
+    """DeepEval's tool score differs from the harness's count (it matches a repeated expected tool once)."""
+    return bool(tools and "deepeval" in tools and tools["deepeval"]["score"] != tools["score"])
 
 
 def passes(score: Optional[float]) -> bool:
@@ -172,6 +191,9 @@ def failure_reason(row: dict) -> str:
         return row["error"]
     if stage == "tools":
         t = row["tools"]
+        if "deepeval" in t:
+            return t["reason"]
+        # a report saved before the tools stage gave its own reason holds DeepEval's in `reason`
         parts = ([f"missing {', '.join(t['missing'])}"] if t["missing"] else []) + \
                 ([f"unexpected {', '.join(t['unexpected'])}"] if t["unexpected"] else []) + \
                 [f"wrong argument {e}" for e in t.get("wrong_args", [])]

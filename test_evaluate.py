@@ -19,7 +19,7 @@ from conftest import OFFLINE, OFFLINE_RUN
 from entries import Inputs
 from evaluate import evaluate, header
 from report import markdown
-from stages import argument_errors, as_declared, failure_reason, first_failure, retrieval_scores, searched_pages, \
+from stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, searched_pages, \
     tool_verdict
 
 HERE = Path(__file__).parent
@@ -133,8 +133,9 @@ def test_a_row_ranks_each_search_of_its_trace_on_its_own():
 
 def test_extra_tool_call_scores_one_in_deepeval_but_fails_here(judge):
     scores = tool_scores("q", calls("get_issue", "search_docs"), ["get_issue"], judge)
-    assert scores["score"] == 1.0
+    assert scores["deepeval"]["score"] == scores["score"] == 1.0
     assert scores["unexpected"] == ["search_docs"] and not scores["pass"]
+    assert scores["reason"] == "unexpected search_docs"
 
 
 def test_missing_tool_call_fails(judge):
@@ -148,6 +149,63 @@ def test_tool_call_when_none_expected_fails(judge):
 
 def test_no_call_when_none_expected_passes(judge):
     assert tool_scores("q", [], [], judge)["pass"]
+
+
+SEARCH = {"name": "search_docs", "args": {"query": "pipe colors"}}
+
+
+def test_two_identical_searches_expected_and_made_pass_though_deepeval_scores_half(judge):
+    """DeepEval matches expected tools as a set: two expected searches, two made, and it scores 0.5 with
+    'missing tools'. Each expected entry here needs a call of its own, and gets one."""
+    verdict = tool_scores("q", [SEARCH, SEARCH], ["search_docs", "search_docs"], judge)
+    assert verdict["deepeval"]["score"] == 0.5 and "missing tools" in verdict["deepeval"]["reason"]
+    assert verdict["pass"] and verdict["score"] == 1.0 and verdict["missing"] == []
+    assert verdict["reason"] == "every expected call made: 2 calls to search_docs"
+    assert deepeval_disagrees(verdict)
+
+
+def test_one_search_where_two_are_expected_fails_with_the_harness_reason(judge):
+    verdict = tool_scores("q", [SEARCH], ["search_docs", "search_docs"], judge)
+    assert not verdict["pass"] and verdict["missing"] == ["search_docs"] and verdict["score"] == 0.5
+    row = {"first_failure": "tools", "tools": verdict}
+    assert failure_reason(row) == "expected 2 calls to search_docs, got 1"  # not DeepEval's "missing tools"
+    both = tool_scores("q", [SEARCH], ["get_issue", "search_docs"], judge)  # DeepEval names both missing
+    assert failure_reason({"first_failure": "tools", "tools": both}) == "missing get_issue"
+
+
+def test_a_repeated_expected_tool_among_others_is_counted_per_entry(judge):
+    made = [SEARCH, {"name": "get_issue", "args": {"number": 212}}, SEARCH]
+    verdict = tool_scores("q", made, ["search_docs", "get_issue", "search_docs"], judge)
+    assert verdict["pass"] and round(verdict["deepeval"]["score"], 3) == 0.667
+    assert tool_scores("q", made[:2], ["search_docs", "get_issue", "search_docs"], judge)["reason"] == \
+        "expected 2 calls to search_docs, got 1"
+
+
+def test_the_report_shows_the_harness_reason_where_deepeval_disagrees(judge):
+    rows = [{**report_row("twice", [SEARCH, SEARCH], ["search_docs", "search_docs"], judge)},
+            {**report_row("once", [SEARCH], ["search_docs", "search_docs"], judge)}]
+    text = markdown(report_of(rows))
+    assert "- `once` **tools**: expected 2 calls to search_docs, got 1" in text
+    assert "missing tools" not in text
+    assert "`twice` DeepEval 0.50, harness 1.00 (every expected call made: 2 calls to search_docs)." in text
+    assert "`once` DeepEval" not in text  # both score 0.5: only the reasons differ, and the harness's is shown
+    from html_report import html
+    page = html(report_of(rows))
+    assert "expected 2 calls to search_docs, got 1" in page and "every expected call made: 2 calls to" in page
+    assert page.count("ToolCorrectnessMetric disagrees: score 0.50") == 1
+
+
+def report_row(cid: str, made: list[dict], expected: list[str], judge) -> dict:
+    row = {"id": cid, "calls": [c["name"] for c in made], "tool_calls": made, "expected_tools": expected,
+           "retrieval": None, "judged": {}, "behaviour": None,
+           "tools": tool_verdict(made, expected, judging.tool_scores("q", made, expected, judge))}
+    return {**row, "first_failure": first_failure(row)}
+
+
+def report_of(rows: list[dict]) -> dict:
+    from stages import summarize
+    return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
+            "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
 
 
 def issue_call(number):
@@ -171,8 +229,11 @@ def test_right_tool_with_the_right_argument_passes():
 
 def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
     twice = [{"name": "search_docs", "args": {"query": "color"}}, {"name": "search_docs", "args": {"query": "pipe"}}]
-    assert tool_scores("q", twice, ["search_docs"], judge) | {"reason": ""} == \
-        {"score": 1.0, "reason": "", "unexpected": [], "missing": [], "wrong_args": [], "pass": True}
+    verdict = tool_scores("q", twice, ["search_docs"], judge)
+    assert {k: v for k, v in verdict.items() if k != "deepeval"} == \
+        {"score": 1.0, "reason": "every expected call made: search_docs", "unexpected": [], "missing": [],
+         "wrong_args": [], "pass": True}
+    assert verdict["deepeval"]["score"] == 1.0
     looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
     assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212)["pass"]
 
