@@ -24,6 +24,9 @@ TOOL_DESCRIPTIONS = {
     "get_issue": "Look up a tracker GitHub issue by number: its title, state and the version that fixed it.",
 }
 TOOLS = tuple(TOOL_DESCRIPTIONS)
+# Each tool's parameters and their types, declared once without LangChain: build_agent's tool functions carry
+# exactly these annotations (a test holds them to it), and scoring reads an argument as the tool receives it.
+TOOL_PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int}}
 
 
 def chat_model_name() -> str:

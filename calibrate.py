@@ -23,7 +23,7 @@ from recording import locked_once
 from report import cases as cases_text
 from judging import READS, judged_metrics, stage_of
 from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
-from stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD
+from stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
 
 HERE = Path(__file__).parent
 REPEATS = 3
@@ -74,13 +74,25 @@ def verdict(scores: list[Optional[float]]) -> str:
     return "fail" if all(below) else "pass" if not any(below) else "unstable"
 
 
+def spread(scores: list[Optional[float]]) -> Optional[float]:
+    """The gap between a case's highest and lowest repeated score, exact; None when a repeat errored."""
+    return None if any(s is None for s in scores) else max(scores) - min(scores)
+
+
 def row(case: dict, runs: list[dict]) -> dict:
     scores = [r["score"] for r in runs]
     judged = verdict(scores)
     return {"id": case["id"], "metric": case["metric"], "label": case["label"], "note": case["note"],
             "scores": scores, "verdict": judged, "agrees": judged == EXPECTED[case["label"]],
-            "spread": round(max(scores) - min(scores), 3) if judged != "error" else None,
-            "reason": runs[0]["reason"]}
+            "spread": rounded(spread(scores)), "reason": runs[0]["reason"]}
+
+
+def exact(rows: list[dict], metric: str) -> tuple[float, Optional[float]]:
+    """A metric's agreement and widest spread from its rows, unrounded: the gate and the table use these, and
+    the stored figures are rounded to 3 places for storage only."""
+    mine = [r for r in rows if r["metric"] == metric]
+    spreads = [s for s in (spread(r["scores"]) for r in mine) if s is not None]
+    return sum(r["agrees"] for r in mine) / len(mine), max(spreads) if spreads else None
 
 
 def per_metric(rows: list[dict]) -> dict:
@@ -90,12 +102,17 @@ def per_metric(rows: list[dict]) -> dict:
         mine = [r for r in rows if r["metric"] == metric]
         defects = [r for r in mine if r["label"] == "defect"]
         good = [r for r in mine if r["label"] == "good"]
-        spreads = [r["spread"] for r in mine if r["spread"] is not None]
+        agreement, widest = exact(rows, metric)
         summary[metric] = {"defects_caught": f"{sum(r['agrees'] for r in defects)}/{len(defects)}",
                            "good_passed": f"{sum(r['agrees'] for r in good)}/{len(good)}",
-                           "agreement": round(sum(r["agrees"] for r in mine) / len(mine), 3),
-                           "max_spread": max(spreads) if spreads else None, "gates": metric in gating}
+                           "agreement": round(agreement, 3), "max_spread": rounded(widest),
+                           "gates": metric in gating}
     return summary
+
+
+def gate_failures(rows: list[dict], metrics: dict) -> list[str]:
+    """The gating metrics whose exact agreement is below AGREEMENT (0.8996 fails, though it rounds to 0.9)."""
+    return [m for m, s in metrics.items() if s["gates"] and exact(rows, m)[0] < AGREEMENT]
 
 
 def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None) -> dict:
@@ -115,7 +132,7 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
             f"case {cid} ({', '.join(why)})" for cid, why in stale.items())
             + f"; {len(rows) - len(stale)} cases current; record again with --live")
     metrics = per_metric(rows)
-    failing = [m for m, s in metrics.items() if s["gates"] and s["agreement"] < AGREEMENT]
+    failing = gate_failures(rows, metrics)
     return {"key": calibration_key(cases, tape.key["judge"]), "threshold": THRESHOLD, "repeats": REPEATS, "agreement_needed": AGREEMENT,
             "rows": rows, "metrics": metrics, "gate_failed": failing,
             "errors": sum(r["verdict"] == "error" for r in rows)}
@@ -151,9 +168,10 @@ def table(result: dict) -> str:
     for metric, s in result["metrics"].items():
         role = ("gates" + (": BELOW " + f"{result['agreement_needed']:.0%}" if metric in result["gate_failed"]
                            else "")) if s["gates"] else "informs"
-        spread = "-" if s["max_spread"] is None else f"{s['max_spread']:.2f}"
-        lines.append(f"{metric:<21}{s['defects_caught']:<16}{s['good_passed']:<13}{s['agreement']:<11.0%}"
-                     f"{spread:<8}{role}")
+        agreement, widest = exact(result["rows"], metric)
+        shown_spread = "-" if widest is None else f"{widest:.2f}"
+        lines.append(f"{metric:<21}{s['defects_caught']:<16}{s['good_passed']:<13}{agreement:<11.0%}"
+                     f"{shown_spread:<8}{role}")
     disagreements = [r for r in result["rows"] if not r["agrees"]]
     if disagreements:
         lines.append("")

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from assistant import TOOLS
+from assistant import TOOL_PARAMETERS, TOOLS
 from cassette import read_json, write_atomic
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
@@ -122,6 +122,15 @@ def load_cases(path: Path, page_ids: set[str], validated: Validated) -> dict:
         if stray:
             raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_args: {stray[0]} is not in "
                              "expected_tools")
+        for tool, args in case.get("expected_args", {}).items():
+            for name, value in args.items():
+                kind = TOOL_PARAMETERS[tool].get(name)
+                field = f"{path.name}: cases[{i}] ({case['id']}).expected_args.{tool}.{name}"
+                if kind is None:
+                    raise InputError(f"{field}: {tool} has no parameter {name!r} (it takes "
+                                     f"{', '.join(TOOL_PARAMETERS[tool])})")
+                if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+                    raise InputError(f"{field}: {tool} takes {name} as {kind.__name__}; {value!r} is not one")
         behaviour = case["expected_behavior"]
         if behaviour == "abstain" and "search_docs" not in case["expected_tools"]:
             raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_tools: an abstain case must expect "

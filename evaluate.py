@@ -21,8 +21,8 @@ from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_
 from judging import STRICT_FAITHFULNESS, stage_of
 from live_calls import add_live_options, check_live_options
 from report import cases as cases_text, markdown
-from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores, summarize,
-                    tool_verdict)
+from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
+                    searched_pages, summarize, tool_verdict)
 
 HERE = Path(__file__).parent
 # One fixed judge, so scores stay comparable when the assistant's model changes.
@@ -109,7 +109,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "tool_calls": trace["tool_calls"], "retrieved": trace["retrieved"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
                                                                  case.get("expected_args")),
-                "retrieval": retrieval_scores(trace["retrieved"], case["expected_docs"]),
+                "retrieval": retrieval_scores(searched_pages(trace), case["expected_docs"], K),
                 "judged": {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
     row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(trace))

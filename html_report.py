@@ -10,7 +10,7 @@ import json
 from html import escape
 from typing import Any, Optional
 
-from stages import STAGES, stage_results
+from stages import STAGES, deepeval_disagrees, stage_results
 from stats import rate_text, wilson_interval
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
@@ -146,7 +146,15 @@ def _tool_section(r: dict) -> str:
     return (f"<h3>Tool calls</h3>{f'<ul>{listed}</ul>' if listed else '<p>none</p>'}"
             f'<p>Tool metric: <span class="{_verdict(t.get("pass"))}">{verdict or "-"}</span>, '
             f"score {_num(t.get('score'))}</p>{f'<ul>{extra}</ul>' if extra else ''}"
-            f"<pre>{_e(t.get('reason') or '')}</pre>")
+            f"<pre>{_e(t.get('reason') or '')}</pre>{_deepeval_disagrees(t)}")
+
+
+def _deepeval_disagrees(t: dict) -> str:
+    """DeepEval's own score and reason, where its set matching differs from the harness's count."""
+    if not deepeval_disagrees(t):
+        return ""
+    return (f"<p>DeepEval's ToolCorrectnessMetric disagrees: score {_num(t['deepeval']['score'])} (it matches "
+            f"expected tools as a set; the stage uses the count above)</p><pre>{_e(t['deepeval']['reason'])}</pre>")
 
 
 def _judged(r: dict, threshold: float) -> str:

@@ -2,7 +2,7 @@
 failed, tokens and latency. Pure: `markdown(report)` returns text."""
 from typing import Optional
 
-from stages import failure_reason
+from stages import deepeval_disagrees, failure_reason
 from stats import rate_text
 
 
@@ -69,6 +69,12 @@ def markdown(report: dict) -> str:
     if failing:
         lines.append("\nFirst failures:\n")
         lines += [f"- `{r['id']}` **{r['first_failure']}**: {failure_reason(r)}" for r in failing]
+    differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
+    if differ:
+        lines.append("\nDeepEval's ToolCorrectnessMetric matches expected tools as a set, so it scored these cases "
+                     "differently from the harness's count, which the tools stage uses: " + "; ".join(
+                         f"`{r['id']}` DeepEval {fmt(r['tools']['deepeval']['score'])}, harness "
+                         f"{fmt(r['tools']['score'])} ({r['tools']['reason']})" for r in differ) + ".")
     t, lat = s["tokens"], s["latency"]
     cost = "not reported by the providers" if s["cost"] is None else f"{s['cost']}"
     lines.append(f"\nTokens: agent {t['agent_in']} in / {t['agent_out']} out; judge {t['judge_in']} in / "

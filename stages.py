@@ -1,7 +1,11 @@
 """Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
-from typing import Optional
+import functools
+import json
+from collections import Counter
+from typing import Any, Optional
 
+from assistant import TOOL_PARAMETERS
 from stats import percentile, rate
 
 THRESHOLD = 0.7
@@ -36,40 +40,119 @@ def behaviour_verdict(row: dict, planted_retrieved: list[str]) -> Optional[dict]
     return {"pass": not failures, "failures": failures, "planted_retrieved": planted_retrieved}
 
 
-def retrieval_scores(retrieved: list[str], expected: list[str]) -> Optional[dict]:
-    """hit@k, recall@k and reciprocal rank of the expected pages; None when the case expects no search."""
+def searched_pages(trace: dict) -> list[list[str]]:
+    """The page ids each search_docs call returned, in rank order: one list per call."""
+    return [[page["id"] for page in json.loads(output["content"])]
+            for output in trace["tool_outputs"] if output["tool"] == "search_docs"]
+
+
+def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> Optional[dict]:
+    """hit@k, recall@k and reciprocal rank of the expected pages, per search: a page is retrieved at rank r
+    when some search returned it at rank r <= k, and its rank is the best any search gave it. None when the
+    case expects no page."""
     if not expected:
         return None
-    ranked = list(dict.fromkeys(retrieved))  # two searches can return a page twice; rank it once
-    ranks = sorted(ranked.index(page) + 1 for page in set(expected) if page in ranked)
+    best: dict[str, int] = {}
+    for ranked in searches:
+        for rank, page in enumerate(ranked[:k], start=1):
+            best[page] = min(rank, best.get(page, rank))
+    ranks = sorted(best[page] for page in set(expected) if page in best)
     return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
             "reciprocal_rank": 1 / ranks[0] if ranks else 0.0,
-            "missed": sorted(set(expected) - set(ranked))}
+            "missed": sorted(set(expected) - set(best))}
 
 
-def argument_errors(calls: list[dict], expected_args: dict[str, dict]) -> list[str]:
-    """For each tool with stated arguments, some call to it must carry them all. Extra calls to the same
-    tool with other arguments are not held against it: searching twice is legitimate."""
+def as_declared(value: Any, kind: Optional[type]) -> Any:
+    """An argument as a tool declaring `kind` receives it: pydantic's lax conversion, as LangChain's
+    StructuredTool validates a call ("212" is 212), except that a bool is never a number. ValueError when the
+    tool would refuse it; an undeclared parameter is taken as it is."""
+    if kind is None:
+        return value
+    if isinstance(value, bool) and kind is not bool:
+        raise ValueError(f"a bool is not {type_name(kind)}")
+    return _adapter(kind).validate_python(value)
+
+
+@functools.cache
+def _adapter(kind: type):
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(kind)
+
+
+def carries(args: dict, name: str, value: Any, kind: Optional[type]) -> bool:
+    """Whether a call's arguments hold `name` equal to `value` once converted to `kind`; True is never 1."""
+    if name not in args:
+        return False
+    try:
+        got = as_declared(args[name], kind)
+    except ValueError:
+        return False
+    return got == value and isinstance(got, bool) == isinstance(value, bool)
+
+
+def type_name(kind: type) -> str:
+    return f"{'an' if kind.__name__[0] in 'aeiou' else 'a'} {kind.__name__}"
+
+
+def shown_argument(args: dict, name: str, kind: Optional[type]) -> str:
+    if name not in args:
+        return "(none)"
+    try:
+        as_declared(args[name], kind)
+    except ValueError:
+        return f"{args[name]!r} (not {type_name(kind)})"
+    return repr(args[name])
+
+
+def argument_errors(calls: list[dict], expected_args: dict[str, dict],
+                    parameters: dict[str, dict[str, type]] = TOOL_PARAMETERS) -> list[str]:
+    """For each tool with stated arguments, one call to it must carry them all, each read as the tool's
+    declared type. Extra calls to the same tool with other arguments are not held against it: searching twice
+    is legitimate."""
     errors = []
     for tool, wanted in expected_args.items():
+        declared = parameters.get(tool, {})
         made = [c["args"] for c in calls if c["name"] == tool]
-        if not made or any(all(args.get(k) == v for k, v in wanted.items()) for args in made):
+        right = {name: [carries(args, name, value, declared.get(name)) for args in made]
+                 for name, value in wanted.items()}
+        if not made or any(all(right[name][i] for name in wanted) for i in range(len(made))):
             continue  # a missing call is the tool check's failure, not an argument's
-        for name, value in wanted.items():
-            got = [args.get(name, "(none)") for args in made]
-            if value not in got:
-                errors.append(f"{tool}.{name}: expected {value!r}, got {', '.join(map(repr, got))}")
+        wrong = [f"{tool}.{name}: expected {value!r}, got "
+                 f"{', '.join(shown_argument(args, name, declared.get(name)) for args in made)}"
+                 for name, value in wanted.items() if not any(right[name])]
+        errors += wrong or [f"{tool}: no one call carries "
+                            f"{', '.join(f'{name}={value!r}' for name, value in wanted.items())}; each call carries "
+                            "only some of them"]
     return errors
 
 
 def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expected_args: Optional[dict] = None) -> dict:
-    """DeepEval's tool-correctness score, failed also by a call the case did not expect or wrong arguments."""
-    unexpected = [c["name"] for c in calls if c["name"] not in expected]
-    missing = [name for name in expected if name not in {c["name"] for c in calls}]
+    """The harness's own count: each expected entry needs a call of its own (expected tools are a multiset, so
+    expecting search_docs twice needs two searches; more calls to an expected tool are not held against it),
+    a call to a tool the case does not list fails, and so does a wrong argument. DeepEval's
+    ToolCorrectnessMetric, which matches expected tools as a set, is kept beside it."""
+    made, wanted = Counter(c["name"] for c in calls), Counter(expected)
+    short = {tool: n for tool, n in wanted.items() if made[tool] < n}
+    unexpected = [c["name"] for c in calls if c["name"] not in wanted]
     wrong_args = argument_errors(calls, expected_args or {})
-    return {"score": deepeval["score"], "reason": deepeval["reason"], "unexpected": unexpected,
-            "missing": missing, "wrong_args": wrong_args,
-            "pass": deepeval["score"] == 1.0 and not unexpected and not wrong_args}
+    problems = ([f"missing {tool}" if n == 1 else f"expected {n} calls to {tool}, got {made[tool]}"
+                 for tool, n in short.items()]
+                + ([f"unexpected {', '.join(unexpected)}"] if unexpected else [])
+                + [f"wrong argument {e}" for e in wrong_args])
+    made_all = ", ".join(tool if n == 1 else f"{n} calls to {tool}" for tool, n in wanted.items())
+    return {"score": sum(min(n, made[tool]) for tool, n in wanted.items()) / len(expected) if expected
+            else float(not calls),
+            "reason": "; ".join(problems) or (f"every expected call made: {made_all}" if expected
+                                              else "no tool expected, none called"),
+            "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
+            "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n - made[tool])],
+            "wrong_args": wrong_args, "pass": not problems}
+
+
+def deepeval_disagrees(tools: Optional[dict]) -> bool:
+    """DeepEval's tool score differs from the harness's count (it matches a repeated expected tool once)."""
+    return bool(tools and "deepeval" in tools and tools["deepeval"]["score"] != tools["score"])
 
 
 def passes(score: Optional[float]) -> bool:
@@ -108,6 +191,9 @@ def failure_reason(row: dict) -> str:
         return row["error"]
     if stage == "tools":
         t = row["tools"]
+        if "deepeval" in t:
+            return t["reason"]
+        # a report saved before the tools stage gave its own reason holds DeepEval's in `reason`
         parts = ([f"missing {', '.join(t['missing'])}"] if t["missing"] else []) + \
                 ([f"unexpected {', '.join(t['unexpected'])}"] if t["unexpected"] else []) + \
                 [f"wrong argument {e}" for e in t.get("wrong_args", [])]

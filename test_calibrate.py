@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 
 import calibrate
-from calibrate import gating_metrics, per_metric, row, table, verdict
+from calibrate import gate_failures, gating_metrics, per_metric, row, table, verdict
 
 HERE = Path(__file__).parent
 
@@ -47,7 +47,37 @@ def test_spread_is_the_widest_gap_between_repeats():
 
 def result_for(rows):
     metrics = per_metric(rows)
-    return {"metrics": metrics, "gate_failed": [m for m, s in metrics.items() if s["gates"] and s["agreement"] < 0.9]}
+    return {"rows": rows, "metrics": metrics, "gate_failed": gate_failures(rows, metrics), "agreement_needed": 0.9,
+            "threshold": 0.7, "repeats": 3, "key": {"judge": "j"}}
+
+
+def judged(metric: str, agreeing: int, total: int) -> list[dict]:
+    """`total` good answers of `metric`, the first `agreeing` of them passed by the judge."""
+    return [row(case(f"c{i}", metric, "good"), runs(*([1.0] * 3 if i < agreeing else [0.0] * 3)))
+            for i in range(total)]
+
+
+def metric_line(text: str, metric: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"{metric} "))
+
+
+def test_agreement_is_printed_from_the_exact_share_rounded_once():
+    # 5/11 is 45.45%: the stored 0.455 printed again would read 46%
+    line = metric_line(table(result_for(judged("answer_relevancy", 5, 11))), "answer_relevancy")
+    assert "45%" in line.split() and "46%" not in line
+
+
+def test_the_gate_reads_the_exact_agreement_not_the_stored_one():
+    rows = judged("answer_relevancy", 2249, 2500)  # 89.96%, stored as 0.9
+    result = result_for(rows)
+    assert result["metrics"]["answer_relevancy"]["agreement"] == 0.9
+    assert result["gate_failed"] == ["answer_relevancy"]
+
+
+def test_the_spread_is_printed_from_the_exact_gap_rounded_once():
+    rows = [row(case("a", "answer_relevancy", "good"), runs(0.1349, 0.0, 0.0))]
+    assert rows[0]["spread"] == 0.135  # stored to 3 places; printed again that would read 0.14
+    assert metric_line(table(result_for(rows)), "answer_relevancy").split()[4] == "0.13"
 
 
 def test_low_agreement_on_a_gating_metric_fails_the_gate():

@@ -221,6 +221,57 @@ def test_mcnemar_refuses_negative_counts():
 def test_rate_text_rounds_the_exact_rate_once():
     # the stored bounds are 0.095 and 0.905; rounding those again would print 10%-90%
     assert stats.rate_text(stats.rate(1, 2)) == "1/2 = 50% (95% CI 9%-91%)"
+    # 45.45%: the stored rate 0.455 printed again would read 46%
+    assert stats.rate_text(stats.rate(5, 11)) == "5/11 = 45% (95% CI 21%-72%)"
+
+
+@pytest.mark.parametrize("passed, total", [(0, 1), (1, 1), (1, 2), (5, 11), (8, 9), (1, 9), (9, 10), (19, 25),
+                                           (47, 51), (0, 30), (30, 30), (333, 1000)])
+def test_wilson_interval_equals_scipys(passed, total):
+    expected = scipy_stats.binomtest(passed, total).proportion_ci(confidence_level=0.95, method="wilson")
+    assert stats.wilson_interval(passed, total) == pytest.approx((expected.low, expected.high), abs=1e-12)
+
+
+def test_the_8_of_9_interval_is_the_95_percent_one():
+    # 95% is z = 1.959964: the lower bound is 56.50003%, so 57%; z = 1.96 gave 56.49938% and printed 56%
+    low, high = stats.wilson_interval(8, 9)
+    assert 0.565 < low < 0.56501 and 0.98010 < high < 0.98011
+    assert stats.rate_text(stats.rate(8, 9)) == "8/9 = 89% (95% CI 57%-98%)"
+
+
+def rows_passing(passed: int, total: int) -> list[dict]:
+    """`total` small-talk rows, the tools stage passing in the first `passed`."""
+    rows = []
+    for i in range(total):
+        tools = {"score": 1.0, "reason": "r", "unexpected": [] if i < passed else ["get_issue"], "missing": [],
+                 "wrong_args": [], "pass": i < passed}
+        row = {"id": f"c{i}", "question": "q", "answer": "a", "calls": [], "tool_calls": [], "retrieved": [],
+               "tools": tools, "retrieval": None, "behaviour": None, "judged": {}, "category": "smalltalk"}
+        rows.append({**row, "first_failure": stages.first_failure(row)})
+    return rows
+
+
+def report_of(rows: list[dict]) -> dict:
+    key = {"cases": "c@1", "cases_sha": "0", "model": "m", "embedder": "e", "judge": "j", "k": 3,
+           "strict_faithfulness": True}
+    return {"key": key, "k": 3, "threshold": 0.7, "split": "dev", "rows": rows, "summary": stages.summarize(rows, 3)}
+
+
+def test_every_report_prints_5_of_11_as_45_percent_and_8_of_9_from_57_percent():
+    """The markdown report, the HTML page, compare.py's text and page, and the baseline gate's message."""
+    import baseline
+    from html_report import html
+    from report import markdown
+
+    for (passed, total), text in (((5, 11), "5/11 = 45% (95% CI 21%-72%)"), ((8, 9), "8/9 = 89% (95% CI 57%-98%)")):
+        report = report_of(rows_passing(passed, total))
+        assert f"tools {text}" in markdown(report) and f"{text.split(' = ')[1]} |" in markdown(report)
+        assert text in html(report)
+        everything = report_of(rows_passing(total, total))
+        assert f"-> {text}" in compare.render("a", everything, "b", report)
+        assert text in compare.html_page("a", everything, "b", report)
+        verdict = baseline.check(report, baseline.from_report(everything))
+        assert f"tools: pass rate 100% -> {text.split(' = ')[1].split()[0]}" in verdict.text
 
 
 # ---- the paired test in compare.py: verdicts, pairing, the HTML page ------------------------------------

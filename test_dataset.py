@@ -82,6 +82,27 @@ def test_arguments_for_a_tool_the_case_does_not_expect_are_refused(folder):
     assert refusal(folder) == "cases.json: cases[0] (backup).expected_args: get_issue is not in expected_tools"
 
 
+def stated_args(folder: Path, args: dict) -> str:
+    """The refusal for issue-212 stating these get_issue arguments."""
+    cases = json.loads((folder / "cases.json").read_text())["cases"]
+    i = next(n for n, c in enumerate(cases) if c["id"] == "issue-212")
+    edit(folder, "cases.json", lambda c: c["cases"][i].update(expected_args={"get_issue": args}))
+    return refusal(folder).replace(f"cases[{i}]", "cases[i]")
+
+
+@pytest.mark.parametrize("value", ["212", True, 212.0])
+def test_a_stated_argument_not_of_the_tools_declared_type_is_refused(folder, value):
+    assert stated_args(folder, {"number": value}) == (
+        f"cases.json: cases[i] (issue-212).expected_args.get_issue.number: get_issue takes number as int; "
+        f"{value!r} is not one")
+
+
+def test_a_stated_argument_the_tool_does_not_take_is_refused(folder):
+    assert stated_args(folder, {"id": 212}) == (
+        "cases.json: cases[i] (issue-212).expected_args.get_issue.id: get_issue has no parameter 'id' (it takes "
+        "number)")
+
+
 def test_a_page_without_text_is_refused(folder):
     edit(folder, "docs.json", lambda d: d[3].update(text=""))
     assert refusal(folder).startswith("docs.json: docs[3] (config).text: String should have at least 1")

@@ -19,7 +19,8 @@ from conftest import OFFLINE, OFFLINE_RUN
 from entries import Inputs
 from evaluate import evaluate, header
 from report import markdown
-from stages import failure_reason, first_failure, retrieval_scores, tool_verdict
+from stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, searched_pages, \
+    tool_verdict
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
@@ -46,33 +47,95 @@ def inputs() -> dict:
 
 # ---- retrieval ------------------------------------------------------------------------------------------
 
-def test_hit_and_reciprocal_rank():
-    assert retrieval_scores(["init", "storage", "sync"], ["storage"]) == \
-        {"hit": True, "recall": 1.0, "reciprocal_rank": 0.5, "missed": []}
-    assert retrieval_scores(["init", "sync", "tokens"], ["storage"]) == \
+# Worked by hand (k = 3): a page is retrieved at rank r when some search returned it at rank r <= k; recall is
+# the share of expected pages retrieved; RR is 1 over the best rank any search gave an expected page.
+RETRIEVAL_TABLE = [
+    # one search: the textbook figures of one ranked list
+    ([["init", "storage", "sync"]], ["storage"], (True, 1.0, 1 / 2, [])),
+    ([["init", "sync", "tokens"]], ["storage"], (False, 0.0, 0.0, ["storage"])),
+    ([["import", "output", "init"]], ["output", "config"], (True, 0.5, 1 / 2, ["config"])),
+    ([["config", "import", "output"]], ["output", "config"], (True, 1.0, 1 / 1, [])),
+    # two searches: the second found the page first; as one list of six it would sit at rank 4 (RR 0.25)
+    ([["init", "sync", "tokens"], ["storage", "init", "sync"]], ["storage"], (True, 1.0, 1 / 1, [])),
+    # two searches found one expected page each
+    ([["init", "storage", "sync"], ["tokens", "sync", "config"]], ["storage", "config"], (True, 1.0, 1 / 2, [])),
+    # the same page at rank 3 and at rank 2: its rank is the better one
+    ([["init", "sync", "storage"], ["tokens", "storage", "init"]], ["storage"], (True, 1.0, 1 / 2, [])),
+    # both searches returned storage first; config is rank 2 of the second, not rank 3 of one list
+    ([["storage", "init", "sync"], ["storage", "config", "tokens"]], ["config"], (True, 1.0, 1 / 2, [])),
+    # no search at all
+    ([], ["storage"], (False, 0.0, 0.0, ["storage"])),
+]
+
+
+@pytest.mark.parametrize("searches, expected, figures", RETRIEVAL_TABLE)
+def test_retrieval_figures_per_search_match_the_hand_worked_table(searches, expected, figures):
+    hit, recall, rr, missed = figures
+    assert retrieval_scores(searches, expected, 3) == \
+        {"hit": hit, "recall": recall, "reciprocal_rank": rr, "missed": missed}
+
+
+def test_a_page_below_rank_k_of_its_search_is_not_retrieved_at_k():
+    four = [["init", "sync", "tokens", "storage"]]
+    assert retrieval_scores(four, ["storage"], 3) == \
         {"hit": False, "recall": 0.0, "reciprocal_rank": 0.0, "missed": ["storage"]}
+    assert retrieval_scores(four, ["storage"], 4)["reciprocal_rank"] == 0.25
 
 
-def test_hit_hides_a_missing_second_page_and_recall_shows_it():
-    scores = retrieval_scores(["import", "output", "init"], ["output", "config"])
-    assert scores["hit"] and scores["recall"] == 0.5 and scores["missed"] == ["config"]
+def flat_scores(retrieved: list[str], expected: list[str]) -> dict:
+    """The rule before per-search ranking: every returned page ranked as one list, first copy kept."""
+    ranked = list(dict.fromkeys(retrieved))
+    ranks = sorted(ranked.index(page) + 1 for page in set(expected) if page in ranked)
+    return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
+            "reciprocal_rank": 1 / ranks[0] if ranks else 0.0, "missed": sorted(set(expected) - set(ranked))}
+
+
+@pytest.mark.parametrize("expected", [["a"], ["c"], ["a", "c"], ["b", "d"], ["d"]])
+def test_one_search_scores_as_the_one_list_did(expected):
+    for ranked in itertools.permutations(["a", "b", "c", "d"], 3):
+        assert retrieval_scores([list(ranked)], expected, 3) == flat_scores(list(ranked), expected)
 
 
 def test_case_without_expected_pages_skips_retrieval():
-    assert retrieval_scores(["init"], []) is None
+    assert retrieval_scores([["init"]], [], 3) is None
 
 
-def test_a_page_returned_by_two_searches_is_ranked_once():
-    # Two searches returned storage first; the second copy must not push config down to rank 3.
-    assert retrieval_scores(["storage", "storage", "config"], ["config"])["reciprocal_rank"] == 0.5
+def search_output(*pages: str) -> dict:
+    return {"tool": "search_docs", "content": json.dumps([{"id": p, "text": f"{p} text"} for p in pages])}
+
+
+def test_a_row_ranks_each_search_of_its_trace_on_its_own():
+    """Through evaluate's own row: two searches, the expected page first in the second one."""
+    import evaluate as module
+    from cassette import ABSENT
+
+    trace = {"answer": "a", "usage": {}, "agent_s": 0.1,
+             "tool_calls": [{"name": "search_docs", "args": {"query": "q1"}},
+                            {"name": "search_docs", "args": {"query": "q2"}}],
+             "tool_outputs": [search_output("init", "sync", "tokens"), search_output("storage", "init", "sync")],
+             "retrieved": ["init", "sync", "tokens", "storage", "init", "sync"]}
+
+    class Recorded:
+        """A cassette holding only this trace and its tool score."""
+        def lookup(self, name, deps_of):
+            found = {"agent/two": trace, "tools/two": PERFECT}
+            return (found[name], []) if name in found else (ABSENT, ["not recorded"])
+
+    case = {"id": "two", "question": "q", "category": "answerable", "split": "dev", "expected_behavior": "answer",
+            "reference": "r", "expected_docs": ["storage"], "expected_tools": ["search_docs"]}
+    i = inputs()
+    row = module.case_row(Inputs(i["cases"], i["docs"], i["issues"], "rules", "hash", "lexical"), case, Recorded())
+    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
+    assert searched_pages(trace) == [["init", "sync", "tokens"], ["storage", "init", "sync"]]
 
 
 # ---- tools ----------------------------------------------------------------------------------------------
 
 def test_extra_tool_call_scores_one_in_deepeval_but_fails_here(judge):
     scores = tool_scores("q", calls("get_issue", "search_docs"), ["get_issue"], judge)
-    assert scores["score"] == 1.0
+    assert scores["deepeval"]["score"] == scores["score"] == 1.0
     assert scores["unexpected"] == ["search_docs"] and not scores["pass"]
+    assert scores["reason"] == "unexpected search_docs"
 
 
 def test_missing_tool_call_fails(judge):
@@ -86,6 +149,63 @@ def test_tool_call_when_none_expected_fails(judge):
 
 def test_no_call_when_none_expected_passes(judge):
     assert tool_scores("q", [], [], judge)["pass"]
+
+
+SEARCH = {"name": "search_docs", "args": {"query": "pipe colors"}}
+
+
+def test_two_identical_searches_expected_and_made_pass_though_deepeval_scores_half(judge):
+    """DeepEval matches expected tools as a set: two expected searches, two made, and it scores 0.5 with
+    'missing tools'. Each expected entry here needs a call of its own, and gets one."""
+    verdict = tool_scores("q", [SEARCH, SEARCH], ["search_docs", "search_docs"], judge)
+    assert verdict["deepeval"]["score"] == 0.5 and "missing tools" in verdict["deepeval"]["reason"]
+    assert verdict["pass"] and verdict["score"] == 1.0 and verdict["missing"] == []
+    assert verdict["reason"] == "every expected call made: 2 calls to search_docs"
+    assert deepeval_disagrees(verdict)
+
+
+def test_one_search_where_two_are_expected_fails_with_the_harness_reason(judge):
+    verdict = tool_scores("q", [SEARCH], ["search_docs", "search_docs"], judge)
+    assert not verdict["pass"] and verdict["missing"] == ["search_docs"] and verdict["score"] == 0.5
+    row = {"first_failure": "tools", "tools": verdict}
+    assert failure_reason(row) == "expected 2 calls to search_docs, got 1"  # not DeepEval's "missing tools"
+    both = tool_scores("q", [SEARCH], ["get_issue", "search_docs"], judge)  # DeepEval names both missing
+    assert failure_reason({"first_failure": "tools", "tools": both}) == "missing get_issue"
+
+
+def test_a_repeated_expected_tool_among_others_is_counted_per_entry(judge):
+    made = [SEARCH, {"name": "get_issue", "args": {"number": 212}}, SEARCH]
+    verdict = tool_scores("q", made, ["search_docs", "get_issue", "search_docs"], judge)
+    assert verdict["pass"] and round(verdict["deepeval"]["score"], 3) == 0.667
+    assert tool_scores("q", made[:2], ["search_docs", "get_issue", "search_docs"], judge)["reason"] == \
+        "expected 2 calls to search_docs, got 1"
+
+
+def test_the_report_shows_the_harness_reason_where_deepeval_disagrees(judge):
+    rows = [{**report_row("twice", [SEARCH, SEARCH], ["search_docs", "search_docs"], judge)},
+            {**report_row("once", [SEARCH], ["search_docs", "search_docs"], judge)}]
+    text = markdown(report_of(rows))
+    assert "- `once` **tools**: expected 2 calls to search_docs, got 1" in text
+    assert "missing tools" not in text
+    assert "`twice` DeepEval 0.50, harness 1.00 (every expected call made: 2 calls to search_docs)." in text
+    assert "`once` DeepEval" not in text  # both score 0.5: only the reasons differ, and the harness's is shown
+    from html_report import html
+    page = html(report_of(rows))
+    assert "expected 2 calls to search_docs, got 1" in page and "every expected call made: 2 calls to" in page
+    assert page.count("ToolCorrectnessMetric disagrees: score 0.50") == 1
+
+
+def report_row(cid: str, made: list[dict], expected: list[str], judge) -> dict:
+    row = {"id": cid, "calls": [c["name"] for c in made], "tool_calls": made, "expected_tools": expected,
+           "retrieval": None, "judged": {}, "behaviour": None,
+           "tools": tool_verdict(made, expected, judging.tool_scores("q", made, expected, judge))}
+    return {**row, "first_failure": first_failure(row)}
+
+
+def report_of(rows: list[dict]) -> dict:
+    from stages import summarize
+    return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
+            "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
 
 
 def issue_call(number):
@@ -109,10 +229,52 @@ def test_right_tool_with_the_right_argument_passes():
 
 def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
     twice = [{"name": "search_docs", "args": {"query": "color"}}, {"name": "search_docs", "args": {"query": "pipe"}}]
-    assert tool_scores("q", twice, ["search_docs"], judge) | {"reason": ""} == \
-        {"score": 1.0, "reason": "", "unexpected": [], "missing": [], "wrong_args": [], "pass": True}
+    verdict = tool_scores("q", twice, ["search_docs"], judge)
+    assert {k: v for k, v in verdict.items() if k != "deepeval"} == \
+        {"score": 1.0, "reason": "every expected call made: search_docs", "unexpected": [], "missing": [],
+         "wrong_args": [], "pass": True}
+    assert verdict["deepeval"]["score"] == 1.0
     looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
     assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212)["pass"]
+
+
+def test_a_number_sent_as_a_string_is_the_number_the_tool_receives():
+    for sent in ("212", " 212 ", 212.0, "212.0"):  # what get_issue's StructuredTool turns into 212
+        assert tool_verdict(issue_call(sent), ["get_issue"], PERFECT, ISSUE_212)["pass"], sent
+
+
+def test_a_bool_is_never_a_number_although_python_says_true_equals_1():
+    verdict = tool_verdict(issue_call(True), ["get_issue"], PERFECT, {"get_issue": {"number": 1}})
+    assert verdict["wrong_args"] == ["get_issue.number: expected 1, got True (not an int)"]
+    undeclared = [{"name": "flag", "args": {"n": True}}]  # no declared type: compared as sent, bool apart
+    assert argument_errors(undeclared, {"flag": {"n": 1}}, {}) == ["flag.n: expected 1, got True"]
+
+
+def test_an_argument_the_tool_would_refuse_is_named_as_such():
+    assert tool_verdict(issue_call("two-twelve"), ["get_issue"], PERFECT, ISSUE_212)["wrong_args"] == \
+        ["get_issue.number: expected 212, got 'two-twelve' (not an int)"]
+    assert argument_errors([{"name": "get_issue", "args": {}}], ISSUE_212) == \
+        ["get_issue.number: expected 212, got (none)"]
+
+
+LOOKUP = {"lookup": {"repo": str, "number": int}}
+
+
+def test_several_stated_arguments_must_be_carried_by_one_call():
+    split = [{"name": "lookup", "args": {"repo": "tracker", "number": 1}},
+             {"name": "lookup", "args": {"repo": "other", "number": "212"}}]
+    assert argument_errors(split, {"lookup": {"repo": "tracker", "number": 212}}, LOOKUP) == \
+        ["lookup: no one call carries repo='tracker', number=212; each call carries only some of them"]
+    one = split + [{"name": "lookup", "args": {"repo": "tracker", "number": "212"}}]
+    assert argument_errors(one, {"lookup": {"repo": "tracker", "number": 212}}, LOOKUP) == []
+
+
+def test_the_declared_types_are_the_agents_tools_parameters():
+    from assistant import TOOL_PARAMETERS, TOOLS
+    assert tuple(TOOL_PARAMETERS) == TOOLS
+    assert as_declared("212", int) == 212 and as_declared("q", str) == "q"
+    with pytest.raises(ValueError):
+        as_declared(212, str)  # a StructuredTool taking a str refuses a number: no silent str(212)
 
 
 # ---- first failure --------------------------------------------------------------------------------------

@@ -140,6 +140,33 @@ def test_rules_agent_runs_inside_create_agent():
     assert trace["usage"]["input_tokens"] > 0 and trace["retrieved"] == []
 
 
+def test_the_agents_tools_take_the_parameters_scoring_reads_them_by(agent):
+    """assistant.TOOL_PARAMETERS is what build_agent's tools declare, and stages.as_declared reads an argument
+    as the real StructuredTool receives it; the one deliberate difference: True is not issue 1."""
+    import typing
+
+    from assistant import TOOL_PARAMETERS
+    from stages import as_declared
+
+    tools = agent.nodes["tools"].bound.tools_by_name
+    assert {name: {p: t for p, t in typing.get_type_hints(tool.func).items() if p != "return"}
+            for name, tool in tools.items()} == TOOL_PARAMETERS
+    for sent in ("212", " 212 ", 212.0, "212.0", 212):
+        assert json.loads(tools["get_issue"].invoke({"number": sent}))["number"] == as_declared(sent, int) == 212
+    for refused in ("two-twelve", 212.5):
+        with pytest.raises(ValueError):
+            tools["get_issue"].invoke({"number": refused})
+        with pytest.raises(ValueError):
+            as_declared(refused, int)
+    assert tools["get_issue"].invoke({"number": True}) == "issue 1 does not exist"  # pydantic's lax bool
+    with pytest.raises(ValueError):
+        as_declared(True, int)
+    with pytest.raises(ValueError):
+        tools["search_docs"].invoke({"query": 5})
+    with pytest.raises(ValueError):
+        as_declared(5, str)
+
+
 # ---- hash embedder --------------------------------------------------------------------------------------
 
 def test_hash_embedder_is_deterministic_and_normalised():
