@@ -1,7 +1,7 @@
 """Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
-import functools
 import json
+import re
 from collections import Counter
 from typing import Any, Optional
 
@@ -62,22 +62,31 @@ def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> 
             "missed": sorted(set(expected) - set(best))}
 
 
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?", re.ASCII)  # what pydantic reads as an int
+
+
 def as_declared(value: Any, kind: Optional[type]) -> Any:
-    """An argument as a tool declaring `kind` receives it: pydantic's lax conversion, as LangChain's
-    StructuredTool validates a call ("212" is 212), except that a bool is never a number. ValueError when the
-    tool would refuse it; an undeclared parameter is taken as it is."""
+    """An argument as a tool declaring `kind` receives it, by pydantic's lax rules as LangChain's
+    StructuredTool validates a call ("212" and 212.0 are 212), except that a bool is never a number.
+    ValueError when the tool would refuse it; an undeclared parameter is taken as it is. Written without
+    pydantic so a replay stays light; a test holds it to pydantic's TypeAdapter."""
     if kind is None:
         return value
     if isinstance(value, bool) and kind is not bool:
         raise ValueError(f"a bool is not {type_name(kind)}")
-    return _adapter(kind).validate_python(value)
-
-
-@functools.cache
-def _adapter(kind: type):
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(kind)
+    if kind is str:
+        if isinstance(value, str):
+            return value
+    elif kind is int:
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):
+            return int(value.strip().split(".")[0].replace("_", ""))
+    else:
+        raise ValueError(f"no conversion for {type_name(kind)}")
+    raise ValueError(f"{value!r} is not {type_name(kind)}")
 
 
 def carries(args: dict, name: str, value: Any, kind: Optional[type]) -> bool:

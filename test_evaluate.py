@@ -773,3 +773,25 @@ def test_a_replay_without_the_counterfactual_run_is_stale_naming_it(here, capsys
     tape.write_text(json.dumps(data))
     assert evaluate_main() == 2
     assert "case shell-alias (not recorded with the expected pages)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", [int, str])
+def test_arguments_are_read_as_pydantic_reads_them_without_importing_it(kind):
+    """stages.as_declared is written without pydantic so a replay stays light; it must agree with it."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from stages import as_declared
+    values = ["212", " 212 ", "212.0", "212.00", "2_12", "2__12", "_212", "1e3", "abc", "", "212.", "+5", "-3",
+              "\u0661\u0662", "0x10", "212.5", 212, 212.0, 212.5, None, [], True, False, 3.0, "007"]
+    for value in values:
+        try:
+            expected = ("ok", TypeAdapter(kind).validate_python(value))
+        except ValidationError:
+            expected = ("refused",)
+        if isinstance(value, bool):
+            expected = ("refused",)  # the one deliberate difference: a bool is never a number here
+        try:
+            got = ("ok", as_declared(value, kind))
+        except ValueError:
+            got = ("refused",)
+        assert got == expected, value

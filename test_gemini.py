@@ -143,8 +143,9 @@ def run(project: Path, standin, *args: str, **env: str) -> Run:
 
 
 def comparable(row: dict) -> dict:
-    """A report row without measured times (`*_s`) and the judge's cost, which the offline judge has not."""
-    row = {k: v for k, v in row.items() if not k.endswith("_s")}
+    """A report row without measured times (`*_s`) and the judge's cost, which the offline judge has not (nor,
+    so, what its extra runs spent)."""
+    row = {k: v for k, v in row.items() if not k.endswith("_s") and k != "also_spent"}
     row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and k != "cost"}
                      for stage, verdict in row["judged"].items()}
     return row

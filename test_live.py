@@ -215,7 +215,8 @@ def test_progress_bar_shows_on_a_terminal_unless_quiet(monkeypatch):
 def test_report_puts_tokens_and_latency_next_to_quality():
     report = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
     summary = report["summary"]
-    assert summary["tokens"]["agent_in"] == sum(r["usage"]["input_tokens"] for r in report["rows"])
+    assert summary["tokens"]["agent_in"] == sum(r["usage"]["input_tokens"] + r.get("also_spent", {}).get("agent_in", 0)
+                                                for r in report["rows"])  # counterfactual runs are paid too
     assert summary["tokens"]["judge_in"] > 0 and summary["cost"] is None  # the offline judge reports no price
     assert set(summary["latency"]) == {"agent_p50_s", "agent_p95_s", "judge_p50_s", "judge_p95_s"}
     assert all(r["agent_s"] is not None for r in report["rows"])
