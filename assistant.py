@@ -34,17 +34,31 @@ def embedder_name() -> str:
     return os.environ.get("DOCS_EMBEDDER") or DEFAULT_EMBEDDER
 
 
-def build_agent(docs: list[dict], issues: dict, model: str, embedder: str):
-    """Index the pages with `embedder` and wire both tools into `create_agent` around `model`."""
-    from langchain.agents import create_agent
+def page_content(doc: dict) -> str:
+    """What is indexed of a page: its title, a newline, its text."""
+    return f"{doc['title']}\n{doc['text']}"
+
+
+def index_pages(docs: list[dict], embedder: str):
+    """The vector index search_docs searches: every page embedded with `embedder`, kept by its id."""
     from langchain_core.documents import Document
-    from langchain_core.tools import StructuredTool
     from langchain_core.vectorstores import InMemoryVectorStore
 
     import providers
 
     store = InMemoryVectorStore(providers.embedder(embedder))
-    store.add_documents([Document(page_content=f"{d['title']}\n{d['text']}", id=d["id"]) for d in docs])
+    store.add_documents([Document(page_content=page_content(d), id=d["id"]) for d in docs])
+    return store
+
+
+def build_agent(docs: list[dict], issues: dict, model: str, embedder: str):
+    """Index the pages with `embedder` and wire both tools into `create_agent` around `model`."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import StructuredTool
+
+    import providers
+
+    store = index_pages(docs, embedder)
 
     def search_docs(query: str) -> str:
         hits = store.similarity_search(query, k=K)
