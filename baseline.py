@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
+import ladder
 from cassette import read_json
 
 TOLERANCE = 0.1
@@ -37,6 +38,7 @@ class Saved(BaseModel):
     stages: dict[str, Rate]
     retrieval: dict[str, float]
     first_failures: dict[str, Optional[str]] = {}
+    ladder: dict[str, dict[str, float]] = {}
 
 
 @dataclass
@@ -53,7 +55,8 @@ def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
             "pass_rate": report["summary"]["pass_rate"],
             "stages": report["summary"]["stages"],
             "retrieval": {r["id"]: r["retrieval"]["recall"] for r in report["rows"] if r.get("retrieval")},
-            "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]}}
+            "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]},
+            "ladder": ladder.baseline_part(report["rows"])}
 
 
 def dumps(baseline: dict) -> str:
@@ -106,6 +109,7 @@ def check(report: dict, baseline: dict) -> Verdict:
         now = current["retrieval"].get(case)
         if now is not None and now < recall:
             regressions.append(f"retrieval: {case} recall@k {recall} -> {now} (tolerance 0)")
+    regressions += ladder.regressions(baseline.get("ladder", {}), current["ladder"])
     for stage in TOLERANT_STAGES:
         before, after = rate_of(baseline["stages"].get(stage, {})), rate_of(current["stages"].get(stage, {}))
         if before is not None and after is not None and after < before - tolerance:
