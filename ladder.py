@@ -131,7 +131,7 @@ def keyword_ranker() -> str:
 
 def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict]]:
     """rung -> what its ranking depends on: the question and every page; for vector also the embedder and
-    its code, for keyword the library and its settings. None recorded for a case that expects no page."""
+    its code, for keyword the library and its settings. Nothing is recorded for a case that expects no page."""
     if not case["expected_docs"]:
         return {}
     read = {"question": sha(case["question"]), "pages": inputs.searched["pages"]}
