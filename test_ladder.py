@@ -105,9 +105,13 @@ def test_every_case_with_expected_pages_has_both_rankings_recorded_and_current()
 
 def test_a_page_edit_makes_the_ladder_stale_like_a_trace():
     cases, docs, issues = inputs_of()
+    before = offline_inputs(cases, copy.deepcopy(docs), issues)
     docs[-1]["text"] += " Tokens are long."
     inputs, cassette = offline_inputs(cases, docs, issues), replay_cassette()
+    unedited = replay_cassette()  # a cassette keeps what it found current, so each check gets its own
     for case in laddered(cases):
+        assert all(unedited.lookup(ladder.entry_name(case, rung), deps)[1] == []
+                   for rung, deps in ladder.recorded_deps(before, case).items())
         _, trace_why = cassette.lookup(agent_entry(case), inputs.agent_deps(case))
         for rung, deps in ladder.recorded_deps(inputs, case).items():
             value, why = cassette.lookup(ladder.entry_name(case, rung), deps)
