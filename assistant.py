@@ -37,9 +37,21 @@ def embedder_name() -> str:
     return os.environ.get("DOCS_EMBEDDER") or DEFAULT_EMBEDDER
 
 
-def page_text(doc: dict) -> str:
-    """What a search returns of a page, and what the index embeds: its title, then its text."""
+def page_content(doc: dict) -> str:
+    """What is indexed of a page, and what a search returns of it: its title, a newline, its text."""
     return f"{doc['title']}\n{doc['text']}"
+
+
+def index_pages(docs: list[dict], embedder: str):
+    """The vector index search_docs searches: every page embedded with `embedder`, kept by its id."""
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    import providers
+
+    store = InMemoryVectorStore(providers.embedder(embedder))
+    store.add_documents([Document(page_content=page_content(d), id=d["id"]) for d in docs])
+    return store
 
 
 def build_agent(docs: list[dict], issues: dict, model: str, embedder: str, pages: Optional[list[dict]] = None):
@@ -51,14 +63,10 @@ def build_agent(docs: list[dict], issues: dict, model: str, embedder: str, pages
     import providers
 
     if pages is None:
-        from langchain_core.documents import Document
-        from langchain_core.vectorstores import InMemoryVectorStore
-
-        store = InMemoryVectorStore(providers.embedder(embedder))
-        store.add_documents([Document(page_content=page_text(d), id=d["id"]) for d in docs])
+        store = index_pages(docs, embedder)
         search = lambda query: [{"id": d.id, "text": d.page_content} for d in store.similarity_search(query, k=K)]  # noqa: E731
     else:
-        given = [{"id": d["id"], "text": page_text(d)} for d in pages[:K]]
+        given = [{"id": d["id"], "text": page_content(d)} for d in pages[:K]]
         search = lambda query: given  # noqa: E731
 
     def search_docs(query: str) -> str:

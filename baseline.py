@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+import ladder
 from cassette import read_json
 
 TOLERANCE = 0.1
@@ -32,7 +33,8 @@ def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
             "pass_rate": report["summary"]["pass_rate"],
             "stages": report["summary"]["stages"],
             "retrieval": {r["id"]: r["retrieval"]["recall"] for r in report["rows"] if r.get("retrieval")},
-            "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]}}
+            "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]},
+            "ladder": ladder.baseline_part(report["rows"])}
 
 
 def dumps(baseline: dict) -> str:
@@ -89,6 +91,7 @@ def check(report: dict, baseline: dict) -> Verdict:
         now = current["retrieval"].get(case)
         if now is not None and now < recall:
             regressions.append(f"retrieval: {case} recall@k {recall} -> {now} (tolerance 0)")
+    regressions += ladder.regressions(baseline.get("ladder", {}), current["ladder"])
     for stage in TOLERANT_STAGES:
         before, after = rate_of(baseline["stages"].get(stage, {})), rate_of(current["stages"].get(stage, {}))
         if before is not None and after is not None and after < before - tolerance:

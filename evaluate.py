@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
+import ladder
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, \
     embedder_name
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
@@ -96,6 +97,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
            "split": case["split"], "expected_behavior": case["expected_behavior"], "reference": case["reference"],
            "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
            "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", [])}
+    if not variant:
+        row["ladder"] = ladder.row_ladder(inputs, case, entry, K)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
     trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
     if trace is None:
@@ -173,7 +176,7 @@ def of_split(report: dict, split: str) -> dict:
     rows = [r for r in report["rows"] if split == "all" or r["split"] == split]
     hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
     return {"key": report["key"], "k": K, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
-            "summary": summarize(rows, K)}
+            "summary": {**summarize(rows, K), "ladder": ladder.summarize(rows, K)}}
 
 
 # ---- the command line ------------------------------------------------------------------------------------

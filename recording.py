@@ -5,6 +5,7 @@ from typing import Callable, Optional
 
 from cassette import Cassette
 from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
+from ladder import Rankers
 from live_calls import CallFailed, Pool, timed, with_retries, write_line
 
 
@@ -94,9 +95,13 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
             pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
         finish(case, None)
 
+    rankers = Rankers(inputs)  # the retrieval ladder's rankings: no trace needed, so they start at once
     for case in inputs.cases["cases"]:
-        left[case["id"]] = repeats
+        rungs = rankers.entries(case)
+        left[case["id"]] = repeats + len(rungs)
         for variant in [""] + [repeat(r) for r in range(2, repeats + 1)]:
             pool.submit(lambda c=case, v=variant: agent_step(c, v))
+        for name, (deps_of, compute) in rungs.items():
+            pool.submit(lambda c=case, n=name, d=deps_of, f=compute: finish(c, record(n, d, f)[1]))
     pool.run()
     return errors

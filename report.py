@@ -2,6 +2,7 @@
 failed, tokens and latency. Pure: `markdown(report)` returns text."""
 from typing import Optional
 
+from ladder import markdown_lines as ladder_lines
 from stages import deepeval_disagrees, failure_reason
 from stats import rate_text
 
@@ -46,6 +47,7 @@ def markdown(report: dict) -> str:
                  f"mean faithfulness {'-' if faith is None else faith}.")
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
                                               if r["total"]) + ".")
+    lines += ladder_lines(s.get("ladder"), report["key"]["embedder"])
     if s.get("categories"):
         lines += ["\nPer category (reported, never gated: a handful of cases each, so one flip moves tens of "
                   "points):\n", "| category | cases | passed | pass rate (95% CI) | most common first failure |",

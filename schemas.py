@@ -105,3 +105,4 @@ class Saved(BaseModel):
     stages: dict[str, Rate]
     retrieval: dict[str, float]
     first_failures: dict[str, Optional[str]] = {}
+    ladder: dict[str, dict[str, float]] = {}

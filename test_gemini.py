@@ -219,13 +219,15 @@ def test_each_client_reached_the_server_as_expected(full_run, offline):
     assert sorted(gets) == sorted({DEFAULTS["model"], DEFAULTS["embedder"]})
     assert {r["kind"] for r in log[:len(gets)]} == {"get"}
     # Agent turns: one, plus one more after the tools; DeepEval's structured requests; embeddings: one batch
-    # indexes the pages, one embeds each search query.
-    # Counterfactual runs (search returns the expected pages) are agent runs too, and embed nothing.
+    # indexes the pages, one embeds each search query, and the retrieval ladder indexes the pages once more
+    # and embeds the question of each case with expected pages. Counterfactual runs (search returns the
+    # expected pages) are agent runs too, and embed nothing.
     traces, metrics = recorded_calls()
     assert full_run.count(kind="chat", model=DEFAULTS["model"]) == sum(2 if t["tool_calls"] else 1 for t in traces)
     assert full_run.count(kind="judge", model=DEFAULTS["judge"]) == sum(REQUESTS_PER_METRIC[m] for m in metrics)
     searches = sum(c["name"] == "search_docs" for r in rows for c in r["tool_calls"])
-    assert full_run.count(kind="embed", model=DEFAULTS["embedder"]) == 1 + searches
+    laddered = sum(bool(r["expected_docs"]) for r in rows)
+    assert full_run.count(kind="embed", model=DEFAULTS["embedder"]) == 1 + searches + 1 + laddered
 
 
 def test_agent_tokens_are_geminis_usage_metadata_and_the_judge_has_a_cost(full_run):
@@ -303,8 +305,9 @@ def test_500_and_503_are_retried_counted_and_recover(fault_run, offline):
 def test_a_call_that_always_fails_reaches_the_server_exactly_max_attempts_times(fault_run):
     attempts = live_calls.MAX_ATTEMPTS
     assert fault_run.count(model=CHAT, marker=QUESTION["config-keys"], status=500) == attempts
-    assert fault_run.count(model=EMBED, marker=SEARCH_QUERY, status=500) == attempts
-    for entry in ("agent/config-keys", "agent/token-leak"):
+    # The agent's search and the retrieval ladder's ranking of the same question each make every attempt.
+    assert fault_run.count(model=EMBED, marker=SEARCH_QUERY, status=500) == 2 * attempts
+    for entry in ("agent/config-keys", "agent/token-leak", "ladder/token-leak/vector"):
         assert fault_run.errors()[entry].endswith(f"(gave up after {attempts} attempts)")
         assert len(fault_run.retries(entry)) == attempts - 1
 
@@ -326,9 +329,11 @@ def test_every_completed_entry_is_kept_in_the_journal(fault_run):
     failed = set(fault_run.errors())
     judge_failed = {entry.split("/")[1] for entry in failed if entry.startswith("judge/")}
     assert judge_failed == {"issue-212", "issue-231", "thanks"}
-    # Every entry of the recovered cases, and of the cases whose judge failed every entry that did not fail.
+    # Every entry of the recovered cases, and of the cases whose judge failed every entry that did not fail;
+    # the retrieval ladder's rankings need no trace, so every one of the run's cases that did not fail.
     done = {name for name in recorded if name.split("/")[1] in RECOVERED or
-            (name.split("/")[1] in judge_failed and name not in failed)}
+            (name.split("/")[1] in judge_failed and name not in failed) or
+            (name.startswith("ladder/") and name.split("/")[1] in FAULT_CASES and name not in failed)}
     assert set(kept) == done
     assert {name: untimed(value) for name, value in kept.items()} == \
         {name: untimed(recorded[name]["value"]) for name in done}

@@ -8,6 +8,7 @@ import pytest
 import assistant
 import evaluate
 import judging
+import ladder
 import live_calls
 from conftest import OFFLINE, OFFLINE_RUN, copy_project
 from live_calls import CallFailed, Progress, is_transient, with_retries
@@ -15,8 +16,12 @@ from live_calls import CallFailed, Progress, is_transient, with_retries
 HERE = Path(__file__).parent
 # The bundled report of the default (dev) split, which a live run without --split rewrites.
 BUNDLED = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
-# Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics.
-MODULES = {"run": assistant, "measure": judging, "tool_scores": judging}
+# Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics, and the
+# retrieval ladder's rankings.
+MODULES = {"run": assistant, "measure": judging, "tool_scores": judging, "vector_ranking": ladder,
+           "keyword_ranking": ladder}
+# The argument that names a call: the question for an agent run and a ranking, the metric or question else.
+SUBJECT = {"run": 1, "vector_ranking": 2, "keyword_ranking": 2}
 REAL = {name: getattr(module, name) for name, module in MODULES.items()}
 
 
@@ -31,7 +36,7 @@ class Calls:
 
     def wrap(self, name, real):
         def call(*args):
-            label = f"{name}:{args[1] if name == 'run' else args[0]}:{args[2] if name == 'measure' else ''}"
+            label = f"{name}:{args[SUBJECT.get(name, 0)]}:{args[2] if name == 'measure' else ''}"
             if self.stop_after is not None and len(self.done) >= self.stop_after:
                 raise KeyboardInterrupt
             if self.broken(label):

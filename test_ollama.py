@@ -75,7 +75,8 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
     assert len(offline) == len(CASES)
 
     # The server saw each client: ChatOllama streams with tools, DeepEval asks with a schema, one embed call
-    # indexes the pages and one embeds each search query.
+    # indexes the pages and one embeds each search query; the retrieval ladder indexes the pages once more
+    # and embeds the question of each case with expected pages.
     log = server.requests
     assert all(r["status"] == 200 for r in log), [r for r in log if r["status"] != 200]
     tools = [r for r in log if r["path"] == "/api/chat" and r["kind"] == "tools"]
@@ -83,7 +84,8 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
     assert len(tools) == sum(2 if t["tool_calls"] else 1 for t in traces) and all(r["stream"] for r in tools)
     assert server.count("/api/chat", "format") == sum(REQUESTS_PER_METRIC[m] for m in metrics)
     searches = sum(c["name"] == "search_docs" for r in offline for c in r["tool_calls"])
-    assert server.count("/api/embed") == 1 + searches
+    laddered = sum(bool(r["expected_docs"]) for r in offline)
+    assert server.count("/api/embed") == 1 + searches + 1 + laddered
     assert server.count("/api/chat") == len(tools) + server.count("/api/chat", "format")
     assert {r["model"] for r in log if r["path"] == "/api/chat" and r["kind"] == "format"} == {"standin-judge"}
 
