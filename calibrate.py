@@ -17,12 +17,12 @@ from typing import Callable, Optional
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from dataset import InputError, load_calibration
 from entries import sha, versioned
-from evaluate import (CALIBRATION_PREFIX, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, file_part,
-                      judge_name, write_if_changed)
-from recording import locked_once
-from report import cases as cases_text
+from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, judge_name
 from judging import READS, judged_metrics, stage_of
 from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
+from recording import locked_once
+from report import cases as cases_text
+from run_files import CALIBRATION_PREFIX, file_part, write_if_changed
 from stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
 
 HERE = Path(__file__).parent

@@ -5,9 +5,7 @@
 The flow, top to bottom: a case, its trace, the entries it needs, its row, the report.
 """
 import argparse
-import json
 import os
-import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -20,16 +18,15 @@ from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_re
 from dataset import InputError, load_inputs
 from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha
 from judging import STRICT_FAITHFULNESS, stage_of
-from live_calls import add_live_options, check_live_options
+from live_calls import add_live_options, check_live_options, sigterm_as_interrupt
 from report import cases as cases_text, markdown
+from run_files import MODEL_VARIABLES, header, replay_targets, report_files, run_name, write_if_changed
 from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
                     searched_pages, summarize, tool_verdict)
 
 HERE = Path(__file__).parent
 # One fixed judge, so scores stay comparable when the assistant's model changes.
 DEFAULT_JUDGE = "gemini-3.8-flash"
-CALIBRATION_PREFIX = "calibration+"
-MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
 EXIT_REGRESSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
 EPILOG = f"""models, named by environment variables:
   DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
@@ -61,22 +58,6 @@ def recording_key(cases: dict, docs: list[dict], issues: dict, model: str, embed
             "issues_sha": sha(issues), "prompt_sha": sha(PROMPT), "tools_sha": sha(TOOL_DESCRIPTIONS), "k": K,
             "model": model, "embedder": embedder, "judge": judge, "strict_faithfulness": STRICT_FAITHFULNESS,
             "offline": all(providers.is_offline(n) for n in (model, embedder, judge))}
-
-
-def header(model: str, embedder: str, judge: str) -> dict:
-    """A recording file's own key: the three models, which its name carries too."""
-    return {"model": model, "embedder": embedder, "judge": judge}
-
-
-def run_name(model: str, embedder: str, judge: str) -> str:
-    """One recording and one report per model, embedder and judge: recordings/<name>.json, runs/<name>.*
-    A run with another embedder or judge gets its own files and never replaces these."""
-    return "+".join(file_part(n) for n in (model, embedder, judge))
-
-
-def file_part(name: str) -> str:
-    """A model name as part of a file name: `llama3.2:3b` -> `llama3.2-3b`."""
-    return name.replace(":", "-").replace("/", "-")
 
 
 def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
@@ -181,52 +162,11 @@ def of_split(report: dict, split: str) -> dict:
 
 # ---- the command line ------------------------------------------------------------------------------------
 
-def report_files(report: dict) -> dict[Path, str]:
-    from html_report import html
-
-    runs, key = HERE / "runs", report["key"]
-    name = run_name(key["model"], key["embedder"], key["judge"]) + ("" if report["split"] == "dev" else
-                                                                     f".{report['split']}")
-    return {runs / f"{name}.json": json_text(report), runs / f"{name}.md": markdown(report) + "\n",
-            runs / f"{name}.html": html(report)}
-
-
-def json_text(value) -> str:
-    return json.dumps(value, indent=2) + "\n"
-
-
-def write_if_changed(path: Path, text: str) -> None:
-    """Write atomically, and not at all when the file already holds exactly this text."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    write_atomic(path, text)
-
-
-def replay_targets(model: Optional[str]) -> list[Path]:
-    """The recordings to replay: those of the models named by --model and the DOCS_* variables, or all."""
-    wanted = {field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}
-    wanted["model"] = model or wanted["model"]
-    folder = HERE / "recordings"
-    paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith(CALIBRATION_PREFIX))
-    chosen = []
-    for path in paths:
-        names = read_recording(path)["key"]
-        if all(value is None or names.get(field) == value for field, value in wanted.items()):
-            chosen.append(path)
-    if not chosen:
-        asked = ", ".join(f"{f} {v}" for f, v in wanted.items() if v) or "any model"
-        raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
-    return chosen
-
-
 def replay(cases: dict, docs: list[dict], issues: dict, model: Optional[str], split: str = "dev",
            repeats: Optional[int] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports = []
-    for path in replay_targets(model):
+    for path in replay_targets(HERE, model):
         names = read_recording(path)["key"]
         cassette = Cassette(path, header(names["model"], names["embedder"], names["judge"]), live=False)
         reports.append(evaluate(Inputs(cases, docs, issues, names["model"], names["embedder"], names["judge"]),
@@ -295,13 +235,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     import baseline
     import providers
 
-    terminated = []
-
-    def on_sigterm(signum, frame):
-        terminated.append(signum)
-        raise KeyboardInterrupt("terminated")
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm) if threading_is_main() else None
+    terminated = sigterm_as_interrupt()
     try:
         cases, docs, issues = load_inputs(HERE)
         if args.live:
@@ -316,7 +250,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
         for report in reports:
-            for path, text in report_files(report).items():
+            for path, text in report_files(HERE, report).items():
                 write_if_changed(path, text)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
@@ -333,8 +267,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"evaluate.py: {how}{kept}; run --live again to finish", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        terminated.restore()
     print("\n\n".join(markdown(r) for r in reports))
     if errors:
         print(f"\nevaluate.py: incomplete: {cases_text(errors)} errored; their completed calls are kept, run --live "
@@ -346,13 +279,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("\n" + verdict.text)
         return EXIT_REGRESSED if verdict.regressions else 0
     return 0
-
-
-def threading_is_main() -> bool:
-    """SIGTERM, as CI sends when a job is cancelled, is handled like Ctrl-C; only the main thread may."""
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

@@ -274,3 +274,29 @@ class Progress:
     def close(self) -> None:
         if self.bar:
             self.bar.stop()
+
+
+class sigterm_as_interrupt:
+    """SIGTERM, as CI sends when a job is cancelled, raised as Ctrl-C is, so a live run keeps what it paid
+    for; true once it has arrived. Only the main thread may set a handler; `restore()` puts the old one back."""
+
+    def __init__(self):
+        import signal
+        import threading
+
+        self.arrived, self.previous = False, None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.arrived = True
+        raise KeyboardInterrupt("terminated")
+
+    def __bool__(self) -> bool:
+        return self.arrived
+
+    def restore(self) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)

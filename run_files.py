@@ -1,0 +1,70 @@
+"""A run's files: recordings and reports named by model, embedder and judge, which recordings a replay
+reads, and reports written only when their text changed."""
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+from cassette import RecordingError, read_recording, shown, write_atomic
+
+CALIBRATION_PREFIX = "calibration+"
+MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
+
+
+def header(model: str, embedder: str, judge: str) -> dict:
+    """A recording file's own key: the three models, which its name carries too."""
+    return {"model": model, "embedder": embedder, "judge": judge}
+
+
+def run_name(model: str, embedder: str, judge: str) -> str:
+    """One recording and one report per model, embedder and judge: recordings/<name>.json, runs/<name>.*
+    A run with another embedder or judge gets its own files and never replaces these."""
+    return "+".join(file_part(n) for n in (model, embedder, judge))
+
+
+def file_part(name: str) -> str:
+    """A model name as part of a file name: `llama3.2:3b` -> `llama3.2-3b`."""
+    return name.replace(":", "-").replace("/", "-")
+
+
+def report_files(folder: Path, report: dict) -> dict[Path, str]:
+    """runs/<name>.json, .md and .html of a report; a split other than dev adds its name."""
+    from html_report import html
+    from report import markdown
+
+    runs, key = folder / "runs", report["key"]
+    name = run_name(key["model"], key["embedder"], key["judge"]) + ("" if report["split"] == "dev" else
+                                                                     f".{report['split']}")
+    return {runs / f"{name}.json": json_text(report), runs / f"{name}.md": markdown(report) + "\n",
+            runs / f"{name}.html": html(report)}
+
+
+def json_text(value) -> str:
+    return json.dumps(value, indent=2) + "\n"
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write atomically, and not at all when the file already holds exactly this text."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    write_atomic(path, text)
+
+
+def replay_targets(folder: Path, model: Optional[str]) -> list[Path]:
+    """The recordings to replay: those of the models named by --model and the DOCS_* variables, or all."""
+    wanted = {field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}
+    wanted["model"] = model or wanted["model"]
+    folder = folder / "recordings"
+    paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith(CALIBRATION_PREFIX))
+    chosen = []
+    for path in paths:
+        names = read_recording(path)["key"]
+        if all(value is None or names.get(field) == value for field, value in wanted.items()):
+            chosen.append(path)
+    if not chosen:
+        asked = ", ".join(f"{f} {v}" for f, v in wanted.items() if v) or "any model"
+        raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
+    return chosen
