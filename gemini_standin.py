@@ -22,7 +22,7 @@ import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterable, Iterator, Mapping, Optional
 from urllib.parse import parse_qs, urlsplit
 
@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 import lexical_judge
 from offline_agent import HashEmbeddings, RulesChatModel
-from ollama_standin import judge_kind
+from ollama_standin import judge_kind, on_loopback
 from words import words
 
 PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
@@ -352,16 +352,5 @@ def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed"
     """Run a stand-in on a free port of 127.0.0.1 serving `models` (a name containing "embed" is an
     embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
     (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses."""
-    standin = StandIn(models, faults or {}, reject_keys)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.standin = standin  # type: ignore[attr-defined]
-    standin.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys)) as standin:
         yield standin
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -157,8 +157,15 @@ def serve(models: Iterable[str] = ("standin-chat", "standin-embed", "standin-jud
           fail: Mapping[str, int] | None = None, fail_if: str = "") -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models`. /api/chat answers the HTTP status
     `fail[model]` (e.g. 500) for the models `fail` names, when their last user message contains `fail_if`."""
-    standin = StandIn(models, fail or {}, fail_if)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with on_loopback(Handler, StandIn(models, fail or {}, fail_if)) as standin:
+        yield standin
+
+
+@contextmanager
+def on_loopback(handler: type, standin: Any) -> Iterator[Any]:
+    """Serve `handler` on a free port of 127.0.0.1, with `standin` (given its `url`) as the server's state,
+    until the block ends. Shared by the stand-in servers."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     server.standin = standin  # type: ignore[attr-defined]
     standin.url = f"http://127.0.0.1:{server.server_address[1]}"
