@@ -90,6 +90,13 @@ def repeat(run: int) -> str:
     return "" if run == 1 else f"#{run}"
 
 
+def variant_label(variant: str) -> str:
+    """How a stale-entry reason names the run it belongs to: nothing for a case's own run."""
+    if variant == EXPECTED_PAGES:
+        return " with the expected pages"
+    return f" in run {variant[1:]}" if variant.startswith("#") else ""
+
+
 def recorded_repeats(names) -> int:
     """How many runs per case a recording holds: 1 plus the highest repeat number among its traces."""
     runs = [int(n.rsplit("#", 1)[1]) for n in names if n.startswith("agent/") and "#" in n]

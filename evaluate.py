@@ -1,4 +1,4 @@
-"""Evaluate the docs assistant stage by stage (tools, retrieval, grounding, answer) and name the first failure.
+"""Evaluate the docs assistant stage by stage (behaviour, tools, retrieval, grounding, answer); name the first failure.
 
 `python evaluate.py` replays every recording in recordings/ against the current inputs, offline;
 `python evaluate.py --live` records what is missing or stale with DOCS_MODEL, DOCS_EMBEDDER and DOCS_JUDGE.
@@ -16,11 +16,11 @@ from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTI
     embedder_name
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
 from dataset import InputError, load_inputs
-from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha
+from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
 from judging import STRICT_FAITHFULNESS, stage_of
 from live_calls import add_live_options, check_live_options, sigterm_as_interrupt
 from report import cases as cases_text, markdown
-from run_files import MODEL_VARIABLES, header, replay_targets, report_files, run_name, write_if_changed
+from run_files import header, replay_targets, report_files, run_name, write_if_changed
 from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
                     searched_pages, summarize, tool_verdict)
 
@@ -68,8 +68,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         value, why = cassette.lookup(name, deps_of)
         if value is ABSENT:
             if stale is not None:
-                why = [f"{r}{VARIANT_LABELS.get(variant[:1], '')}{variant[1:] if variant[:1] == '#' else ''}"
-                       for r in why]
+                why = [r + variant_label(variant) for r in why]
                 stale.setdefault(case["id"], []).extend(r for r in why if r not in stale.get(case["id"], []))
             return None
         return value
@@ -103,9 +102,6 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         row["counterfactual"] = counterfactual(again)
         row["also_spent"] = added(again)
     return row
-
-
-VARIANT_LABELS = {"@": " with the expected pages", "#": " in run "}
 
 
 def counterfactual(again: dict) -> Optional[dict]:

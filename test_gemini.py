@@ -21,6 +21,7 @@ import pytest
 import evaluate
 import live_calls
 import providers
+import run_files
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL
 from conftest import copy_project, recorded_calls
 from gemini_standin import Fault, serve
@@ -129,7 +130,7 @@ def run(project: Path, standin, *args: str, **env: str) -> Run:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(evaluate, "HERE", project)
         mp.setattr(live_calls, "sleep", sleeps.append)
-        for variable in (*evaluate.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, providers.GEMINI_URL_VARIABLE):
+        for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, providers.GEMINI_URL_VARIABLE):
             mp.delenv(variable, raising=False)
         for variable, value in {"GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url, **env}.items():
             if value is not None:
