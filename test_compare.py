@@ -1,9 +1,8 @@
 """compare.py: the per-case diff of two saved reports, and its refusals. Offline: the bundled report and a
 run recorded with the offline backends in a copy of the project."""
+import io
 import json
-import os
-import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -74,9 +73,15 @@ def changed_run(tmp_path_factory) -> Path:
         archive["text"] = archive["text"].replace(sentence, "")
     archive["title"] = "Archiving tasks"
     (copy / "docs.json").write_text(json.dumps(docs, indent=2) + "\n")
-    done = subprocess.run([sys.executable, "evaluate.py", "--live"], cwd=copy, capture_output=True, text=True,
-                          env={**os.environ, **OFFLINE}, timeout=300)
-    assert done.returncode == 0, done.stderr
+    with pytest.MonkeyPatch.context() as mp:  # `python evaluate.py --live` in the copy, in this process
+        mp.setattr(evaluate, "HERE", copy)
+        mp.chdir(copy)
+        for name, value in OFFLINE.items():
+            mp.setenv(name, value)
+        err = io.StringIO()
+        with redirect_stdout(io.StringIO()), redirect_stderr(err):
+            code = evaluate.main(["--live"])
+    assert code == 0, err.getvalue()
     return copy / "runs" / "rules+hash+lexical.json"
 
 
