@@ -91,14 +91,17 @@ def shared_ssl_contexts():
         yield
 
 
-def quick_standin(mp: pytest.MonkeyPatch, handler: type) -> None:
-    """Two changes to a stand-in server's request handler (gemini_standin.Handler, ollama_standin.Handler)
-    for tests that run the clients in this process; neither changes a request or an answer:
-    - TCP_NODELAY on its connections: it writes an answer's headers and its body apart, and on a kept-alive
-      connection Nagle's algorithm holds the body back until the client's delayed ACK, ~40 ms a request;
-    - its `judge` answers one request at a time: the lexical judge parses with ast.literal_eval, and CPython
-      3.11 keeps the AST constructor's recursion depth per interpreter, not per thread (python/cpython#106905),
-      so two threads parsing at once can fail with "SystemError: AST constructor recursion depth mismatch"."""
+def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
+    """Three changes to a stand-in server (gemini_standin, ollama_standin) for tests that run the clients in this
+    process; none changes a request or an answer:
+    - TCP_NODELAY on its connections: its handler writes an answer's headers and its body apart, and on a
+      kept-alive connection Nagle's algorithm holds the body back until the client's delayed ACK, ~40 ms a request;
+    - its handler's `judge` answers one request at a time: the lexical judge parses with ast.literal_eval, and
+      CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread
+      (python/cpython#106905), so two threads parsing at once can fail with "SystemError: AST constructor
+      recursion depth mismatch";
+    - its server looks for shutdown every 50 ms rather than every 500 ms, so stopping it takes no half second."""
+    handler = module.Handler
     mp.setattr(handler, "disable_nagle_algorithm", True)
     judge, lock = handler.judge, threading.Lock()
 
@@ -107,3 +110,9 @@ def quick_standin(mp: pytest.MonkeyPatch, handler: type) -> None:
             return judge(self, *args, **kwargs)
 
     mp.setattr(handler, "judge", one_at_a_time)
+
+    class PromptServer(module.ThreadingHTTPServer):
+        def serve_forever(self, poll_interval=0.05):
+            super().serve_forever(poll_interval)
+
+    mp.setattr(module, "ThreadingHTTPServer", PromptServer)

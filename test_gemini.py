@@ -159,7 +159,7 @@ def untimed(value):
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin.Handler)
+        quick_standin(mp, gemini_standin)
         with serve(models=[*DEFAULTS.values(), *STANDIN.values()], faults=FAULTS,
                    reject_keys=[REJECTED_KEY]) as server:
             yield server

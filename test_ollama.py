@@ -96,7 +96,7 @@ ANSWERING = Answering()
 @pytest.fixture(scope="module")
 def ollama(shared_ssl_contexts) -> Iterator[StandIn]:
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, ollama_standin.Handler)
+        quick_standin(mp, ollama_standin)
         for method in ("do_GET", "do_POST"):
             mp.setattr(ollama_standin.Handler, method, ANSWERING.counted(getattr(ollama_standin.Handler, method)))
         with serve() as standin:
