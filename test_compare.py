@@ -6,7 +6,6 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from scipy import stats as scipy_stats
 
 import compare
 import evaluate
@@ -204,6 +203,8 @@ MCNEMAR_GRID = [(0, 1), (1, 0), (1, 1), (2, 0), (0, 2), (3, 3), (7, 8), (0, 5), 
 
 @pytest.mark.parametrize("b, c", MCNEMAR_GRID)
 def test_mcnemar_p_value_equals_scipys_two_sided_binomial_test(b, c):
+    from scipy import stats as scipy_stats  # here: scipy.stats takes ~0.5 s to import, and only two tests use it
+
     expected = scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue
     assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=0)
 
@@ -233,6 +234,8 @@ def test_rate_text_rounds_the_exact_rate_once():
 @pytest.mark.parametrize("passed, total", [(0, 1), (1, 1), (1, 2), (5, 11), (8, 9), (1, 9), (9, 10), (19, 25),
                                            (47, 51), (0, 30), (30, 30), (333, 1000)])
 def test_wilson_interval_equals_scipys(passed, total):
+    from scipy import stats as scipy_stats
+
     expected = scipy_stats.binomtest(passed, total).proportion_ci(confidence_level=0.95, method="wilson")
     assert stats.wilson_interval(passed, total) == pytest.approx((expected.low, expected.high), abs=1e-12)
 
