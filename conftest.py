@@ -1,4 +1,5 @@
 """Shared by the tests: a copy of the project to run the CLI in, so no test touches the real recordings."""
+import gc
 import shutil
 import threading
 from pathlib import Path
@@ -19,6 +20,13 @@ def copy_project(into: Path) -> Path:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest)
     return into
+
+
+def pytest_unconfigure(config):
+    """The session is over: freeze the heap, so that exiting the interpreter does not walk every object that
+    DeepEval, LangChain and the tests left behind (~1 s a process, and the run waits for each pytest-xdist
+    worker to exit). Files are closed and reports written by now; nothing waits on a collection."""
+    gc.freeze()
 
 
 @pytest.fixture
