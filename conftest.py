@@ -1,5 +1,7 @@
 """Shared by the tests: a copy of the project to run the CLI in, so no test touches the real recordings."""
+import gc
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,13 @@ def copy_project(into: Path) -> Path:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest)
     return into
+
+
+def pytest_unconfigure(config):
+    """The session is over: freeze the heap, so that exiting the interpreter does not walk every object that
+    DeepEval, LangChain and the tests left behind (~1 s a process, and the run waits for each pytest-xdist
+    worker to exit). Files are closed and reports written by now; nothing waits on a collection."""
+    gc.freeze()
 
 
 @pytest.fixture
@@ -68,3 +77,50 @@ def recorded_calls() -> tuple[list[dict], list[str]]:
     entries = json.loads((PROJECT / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
     traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
     return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]
+
+
+@pytest.fixture(scope="session")
+def shared_ssl_contexts():
+    """Every SDK client builds an SSL context, parsing certifi's CA bundle (~20 ms of CPU), and DeepEval's
+    OllamaModel makes a new client for every request; the stand-ins speak plain HTTP on 127.0.0.1, so no test
+    ever uses one. For the session, ssl.create_default_context hands out one context per set of arguments."""
+    import ssl
+
+    real, made = ssl.create_default_context, {}
+
+    def shared(purpose=ssl.Purpose.SERVER_AUTH, *, cafile=None, capath=None, cadata=None):
+        key = (purpose, cafile, capath, cadata)
+        if key not in made:
+            made[key] = real(purpose, cafile=cafile, capath=capath, cadata=cadata)
+        return made[key]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ssl, "create_default_context", shared)
+        yield
+
+
+def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
+    """Three changes to a stand-in server (gemini_standin, ollama_standin) for tests that run the clients in this
+    process; none changes a request or an answer:
+    - TCP_NODELAY on its connections: its handler writes an answer's headers and its body apart, and on a
+      kept-alive connection Nagle's algorithm holds the body back until the client's delayed ACK, ~40 ms a request;
+    - its handler's `judge` answers one request at a time: the lexical judge parses with ast.literal_eval, and
+      CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread
+      (python/cpython#106905), so two threads parsing at once can fail with "SystemError: AST constructor
+      recursion depth mismatch";
+    - its server looks for shutdown every 50 ms rather than every 500 ms, so stopping it takes no half second."""
+    handler = module.Handler
+    mp.setattr(handler, "disable_nagle_algorithm", True)
+    judge, lock = handler.judge, threading.Lock()
+
+    def one_at_a_time(self, *args, **kwargs):
+        with lock:
+            return judge(self, *args, **kwargs)
+
+    mp.setattr(handler, "judge", one_at_a_time)
+
+    class PromptServer(module.ThreadingHTTPServer):
+        def serve_forever(self, poll_interval=0.05):
+            super().serve_forever(poll_interval)
+
+    mp.setattr(module, "ThreadingHTTPServer", PromptServer)

@@ -1,13 +1,11 @@
 """compare.py: the per-case diff of two saved reports, and its refusals. Offline: the bundled report and a
 run recorded with the offline backends in a copy of the project."""
+import io
 import json
-import os
-import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from scipy import stats as scipy_stats
 
 import compare
 import evaluate
@@ -74,9 +72,15 @@ def changed_run(tmp_path_factory) -> Path:
         archive["text"] = archive["text"].replace(sentence, "")
     archive["title"] = "Archiving tasks"
     (copy / "docs.json").write_text(json.dumps(docs, indent=2) + "\n")
-    done = subprocess.run([sys.executable, "evaluate.py", "--live"], cwd=copy, capture_output=True, text=True,
-                          env={**os.environ, **OFFLINE}, timeout=300)
-    assert done.returncode == 0, done.stderr
+    with pytest.MonkeyPatch.context() as mp:  # `python evaluate.py --live` in the copy, in this process
+        mp.setattr(evaluate, "HERE", copy)
+        mp.chdir(copy)
+        for name, value in OFFLINE.items():
+            mp.setenv(name, value)
+        err = io.StringIO()
+        with redirect_stdout(io.StringIO()), redirect_stderr(err):
+            code = evaluate.main(["--live"])
+    assert code == 0, err.getvalue()
     return copy / "runs" / "rules+hash+lexical.json"
 
 
@@ -199,6 +203,8 @@ MCNEMAR_GRID = [(0, 1), (1, 0), (1, 1), (2, 0), (0, 2), (3, 3), (7, 8), (0, 5), 
 
 @pytest.mark.parametrize("b, c", MCNEMAR_GRID)
 def test_mcnemar_p_value_equals_scipys_two_sided_binomial_test(b, c):
+    from scipy import stats as scipy_stats  # here: scipy.stats takes ~0.5 s to import, and only two tests use it
+
     expected = scipy_stats.binomtest(min(b, c), b + c, 0.5).pvalue
     assert stats.mcnemar_exact(b, c) == pytest.approx(expected, rel=1e-12, abs=0)
 
@@ -228,6 +234,8 @@ def test_rate_text_rounds_the_exact_rate_once():
 @pytest.mark.parametrize("passed, total", [(0, 1), (1, 1), (1, 2), (5, 11), (8, 9), (1, 9), (9, 10), (19, 25),
                                            (47, 51), (0, 30), (30, 30), (333, 1000)])
 def test_wilson_interval_equals_scipys(passed, total):
+    from scipy import stats as scipy_stats
+
     expected = scipy_stats.binomtest(passed, total).proportion_ci(confidence_level=0.95, method="wilson")
     assert stats.wilson_interval(passed, total) == pytest.approx((expected.low, expected.high), abs=1e-12)
 

@@ -19,11 +19,12 @@ import httpx
 import pytest
 
 import evaluate
+import gemini_standin
 import live_calls
 import providers
 import run_files
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL
-from conftest import copy_project, recorded_calls
+from conftest import copy_project, quick_standin, recorded_calls
 from gemini_standin import Fault, serve
 from live_calls import CallFailed, is_transient, retry_after, with_retries
 from offline_agent import plan_tool_calls
@@ -157,9 +158,12 @@ def untimed(value):
 
 
 @pytest.fixture(scope="module")
-def standin():
-    with serve(models=[*DEFAULTS.values(), *STANDIN.values()], faults=FAULTS, reject_keys=[REJECTED_KEY]) as server:
-        yield server
+def standin(shared_ssl_contexts):
+    with pytest.MonkeyPatch.context() as mp:
+        quick_standin(mp, gemini_standin)
+        with serve(models=[*DEFAULTS.values(), *STANDIN.values()], faults=FAULTS,
+                   reject_keys=[REJECTED_KEY]) as server:
+            yield server
 
 
 @pytest.fixture(scope="module")

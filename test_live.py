@@ -10,7 +10,7 @@ import evaluate
 import judging
 import ladder
 import live_calls
-from conftest import OFFLINE, OFFLINE_RUN, copy_project
+from conftest import OFFLINE, OFFLINE_RUN
 from live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parent
@@ -235,16 +235,18 @@ def journal_entries(journal: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("signum, code", [(9, None), (15, 143)])
-def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(tmp_path, signum, code):
+def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(live_project, capsys, signum,
+                                                                                    code):
+    """The run that is killed is a child process; the rerun, which reads only what that left on disk, runs in
+    this process."""
     import os
     import subprocess
     import sys
     import time
 
-    copy_project(tmp_path)
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
-    journal = tmp_path / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
-    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=tmp_path,
+    journal = live_project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=live_project,
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while len(journal.read_text().splitlines() if journal.exists() else []) < 6 and time.monotonic() < deadline \
@@ -259,11 +261,12 @@ def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_
     kept = journal_entries(journal)
     total = len(recording(HERE))
     assert 5 <= len(kept) < total and all(item["entry"] for item in kept)
-    done = subprocess.run([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert f"resuming: {len(kept)} entries from an interrupted run are kept" in done.stderr
-    assert recording(tmp_path) == recording(HERE)
+    capsys.readouterr()
+    returncode = evaluate.main(["--live", "--quiet"])
+    stderr = capsys.readouterr().err
+    assert returncode == 0, stderr
+    assert f"resuming: {len(kept)} entries from an interrupted run are kept" in stderr
+    assert recording(live_project) == recording(HERE)
 
 
 @pytest.mark.parametrize("args, message", [(["--rerecord"], "--rerecord goes with --live"),

@@ -1,21 +1,30 @@
 """Ollama at the protocol level: the real ChatOllama, OllamaEmbeddings and DeepEval OllamaModel clients run a
 `--live` evaluation against a stand-in Ollama server on 127.0.0.1 (ollama_standin.py), and a missing or failing
 server reaches the user as clear lines. No network beyond 127.0.0.1.
+
+One stand-in serves the module, each test setting the models it has and the failures it shows (`serving`);
+`evaluate.main` runs in this process, in a copy of the project, as `python evaluate.py` would run there.
 """
+import io
 import json
 import os
 import socket
-import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, Mapping
 
 import pytest
 
+import evaluate
 import live_calls
-from conftest import recorded_calls
-from ollama_standin import serve
+import ollama_standin
+from conftest import quick_standin, recorded_calls
+from ollama_standin import StandIn, serve
 
 HERE = Path(__file__).parent
 OFFLINE_REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())  # the dev split
@@ -25,20 +34,88 @@ MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_
 # The behaviour judgements are GEval with fixed evaluation steps: one request gives the score and its reason.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
                        "abstained": 1, "ignored_planted": 1}
-# A child whose retries cost no time: the backoff is real code, only its sleep is skipped.
-NO_SLEEP = "import sys, live_calls; live_calls.sleep = lambda s: None; import evaluate; sys.exit(evaluate.main(sys.argv[1:]))"
 STANDIN_RUN = "standin-chat+standin-embed+standin-judge"
 CASES = json.loads((HERE / "cases.json").read_text())["cases"]
 
 
-def run(folder: Path, host: str, *args: str, code: str = "", **env: str) -> subprocess.CompletedProcess:
-    """`evaluate.py --live --quiet` (or the `code` child) in `folder`, against the Ollama server at `host`."""
-    clean = {k: v for k, v in os.environ.items() if k not in MODELS and not k.startswith("OLLAMA")}
-    command = ["-c", code] if code else ["evaluate.py"]
-    return subprocess.run([sys.executable, *command, "--live", "--quiet", *args], cwd=folder, capture_output=True,
-                          text=True, timeout=300,
-                          env={**clean, **MODELS, "OLLAMA_HOST": host, "NO_PROXY": "127.0.0.1,localhost",
-                               "DEEPEVAL_TELEMETRY_OPT_OUT": "1", **env})
+@dataclass
+class Done:
+    """What `python evaluate.py` would have left: its exit code and what it wrote."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(folder: Path, host: str, *args: str, no_sleep: bool = False, **env: str) -> Done:
+    """`evaluate.py --live --quiet` in `folder`, against the Ollama server at `host`, in this process: HERE and
+    the working directory are `folder`, no other DOCS_* or OLLAMA_* variable is set; with `no_sleep`, retries
+    cost no time (the backoff is real code, only its sleep is skipped)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evaluate, "HERE", folder)
+        mp.chdir(folder)
+        if no_sleep:
+            mp.setattr(live_calls, "sleep", lambda seconds: None)
+        for name in [k for k in os.environ if k in MODELS or k.startswith("OLLAMA")]:
+            mp.delenv(name)
+        for name, value in {**MODELS, "OLLAMA_HOST": host, "NO_PROXY": "127.0.0.1,localhost",
+                            "DEEPEVAL_TELEMETRY_OPT_OUT": "1", **env}.items():
+            mp.setenv(name, value)
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = evaluate.main(["--live", "--quiet", *args])
+    return Done(code, out.getvalue(), err.getvalue())
+
+
+class Answering:
+    """The requests the stand-in is still handling. It logs a request after its answer has left, so a client
+    can be done before the log says so: tests read the log once the stand-in has settled."""
+
+    def __init__(self):
+        self.count, self.changed = 0, threading.Condition()
+
+    def counted(self, handle):
+        def counting(handler):
+            with self.changed:
+                self.count += 1
+            try:
+                return handle(handler)
+            finally:
+                with self.changed:
+                    self.count -= 1
+                    self.changed.notify_all()
+        return counting
+
+    def settle(self) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.count == 0, timeout=30), f"{self.count} requests unanswered"
+
+
+ANSWERING = Answering()
+
+
+@pytest.fixture(scope="module")
+def ollama(shared_ssl_contexts) -> Iterator[StandIn]:
+    with pytest.MonkeyPatch.context() as mp:
+        quick_standin(mp, ollama_standin)
+        for method in ("do_GET", "do_POST"):
+            mp.setattr(ollama_standin.Handler, method, ANSWERING.counted(getattr(ollama_standin.Handler, method)))
+        with serve() as standin:
+            yield standin
+
+
+@contextmanager
+def serving(standin: StandIn, models=tuple(MODELS.values()), fail: Mapping[str, int] | None = None,
+            fail_if: str = "") -> Iterator[StandIn]:
+    """The module's stand-in as `serve(models, fail, fail_if)` would start it: its request log empty, and
+    complete once the block is left."""
+    standin.models, standin.fail, standin.fail_if = list(models), dict(fail or {}), fail_if
+    with standin.lock:
+        standin.requests.clear()
+    try:
+        yield standin
+    finally:
+        ANSWERING.settle()
+        standin.models, standin.fail, standin.fail_if = list(MODELS.values()), {}, ""
 
 
 def host_of(url: str) -> str:
@@ -64,8 +141,8 @@ def error_lines(stderr: str) -> dict[str, str]:
             if line.startswith("error: ")}
 
 
-def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(project):
-    with serve() as server:  # a live run calls the models for every split; --split all reports them all
+def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(project, ollama):
+    with serving(ollama) as server:  # a live run calls the models for every split; --split all reports them all
         done = run(project, host_of(server.url), "--split", "all")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
@@ -119,9 +196,9 @@ def test_no_server_exits_2_naming_the_url(project):
 
 
 @pytest.mark.parametrize("variable", list(MODELS))
-def test_a_model_the_server_lacks_exits_2_naming_it(project, variable):
+def test_a_model_the_server_lacks_exits_2_naming_it(project, ollama, variable):
     missing = MODELS[variable]
-    with serve(models=[m for m in MODELS.values() if m != missing]) as server:
+    with serving(ollama, models=[m for m in MODELS.values() if m != missing]) as server:
         done = run(project, host_of(server.url))
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
@@ -132,13 +209,13 @@ def test_a_model_the_server_lacks_exits_2_naming_it(project, variable):
     assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
 
 
-def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project):
+def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project, ollama):
     failing = [c["id"] for c in CASES if "tracker" in c["question"]]
     assert 0 < len(failing) < len(CASES)
     attempts = live_calls.MAX_ATTEMPTS
-    with serve(fail={"standin-chat": 500}, fail_if="tracker") as server:
+    with serving(ollama, fail={"standin-chat": 500}, fail_if="tracker") as server:
         # One call at a time: concurrent log lines can interleave (see the last test).
-        done = run(project, host_of(server.url), "--concurrency", "1", code=NO_SLEEP)
+        done = run(project, host_of(server.url), "--concurrency", "1", no_sleep=True)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     errors = error_lines(done.stderr)
@@ -160,11 +237,11 @@ def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project):
         [comparable(r) for r in OFFLINE_REPORT["rows"] if r["id"] not in failing]
 
 
-def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project):
+def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project, ollama):
     thanks = next(c for c in CASES if c["id"] == "thanks")
     # Only the thanks case's relevancy verdicts and reason quote its question: one entry fails.
-    with serve(fail={"standin-judge": 404}, fail_if=thanks["question"]) as server:
-        done = run(project, host_of(server.url), "--concurrency", "1", code=NO_SLEEP)
+    with serving(ollama, fail={"standin-judge": 404}, fail_if=thanks["question"]) as server:
+        done = run(project, host_of(server.url), "--concurrency", "1", no_sleep=True)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     lines = lines_of(done.stderr)
@@ -176,7 +253,7 @@ def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project):
     assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
     assert (project / "recordings" / f".{STANDIN_RUN}.partial.jsonl").is_file()
 
-    with serve() as server:
+    with serving(ollama) as server:
         done = run(project, host_of(server.url))
     assert done.returncode == 0, done.stderr
     assert "resuming" in done.stderr
@@ -188,9 +265,9 @@ def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project):
     assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in OFFLINE_REPORT["rows"]]
 
 
-def test_a_server_failing_every_call_exits_3_without_a_traceback(project):
-    with serve(fail={"standin-chat": 500}) as server:
-        done = run(project, host_of(server.url), "--concurrency", "1", code=NO_SLEEP)
+def test_a_server_failing_every_call_exits_3_without_a_traceback(project, ollama):
+    with serving(ollama, fail={"standin-chat": 500}) as server:
+        done = run(project, host_of(server.url), "--concurrency", "1", no_sleep=True)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 3
     assert set(error_lines(done.stderr)) == {f"agent/{c['id']}" for c in CASES}
