@@ -2,6 +2,7 @@
 import gc
 import shutil
 import threading
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -119,8 +120,10 @@ def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
 
     mp.setattr(handler, "judge", one_at_a_time)
 
-    class PromptServer(module.ThreadingHTTPServer):
+    import ollama_standin  # its on_loopback runs both stand-ins' servers
+
+    class PromptServer(ThreadingHTTPServer):
         def serve_forever(self, poll_interval=0.05):
             super().serve_forever(poll_interval)
 
-    mp.setattr(module, "ThreadingHTTPServer", PromptServer)
+    mp.setattr(ollama_standin, "ThreadingHTTPServer", PromptServer)
