@@ -17,9 +17,10 @@ from typing import Callable, Optional
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from dataset import InputError, load_calibration
 from entries import sha, versioned
-from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, judge_name
+from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, judge_name
 from judging import READS, judged_metrics, stage_of
-from live_calls import CallFailed, Pool, Progress, add_live_options, check_live_options, with_retries
+from live_calls import (CallFailed, Pool, Progress, add_live_options, check_live_options, sigterm_as_interrupt,
+                        with_retries)
 from recording import locked_once
 from report import cases as cases_text
 from run_files import CALIBRATION_PREFIX, file_part, write_if_changed
@@ -190,14 +191,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                                      epilog="The judge is DOCS_JUDGE (rules for models as in evaluate.py --help). "
                                             "Exit codes: 0 the judge agrees, 1 agreement below "
                                             f"{AGREEMENT:.0%} on a gating metric, 2 bad input or stale recording, "
-                                            "3 incomplete, 130 interrupted.")
+                                            "3 incomplete, 130 interrupted, 143 terminated (SIGTERM); an interrupted run "
+                                            "keeps every score it paid for.")
     add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     printable_stdout()
     import providers
 
-    tape = None
+    tape, terminated = None, sigterm_as_interrupt()
     try:
         cases = load_calibration(HERE / "calibration-cases.json")
         if args.live:
@@ -226,8 +228,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         kept = f"; {tape.computed} new scores are kept in {shown(tape.journal)}" if tape else ""
-        print(f"calibrate.py: interrupted{kept}; run --live again to finish", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"calibrate.py: {'terminated' if terminated else 'interrupted'}{kept}; run --live again to finish",
+              file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    finally:
+        terminated.restore()
     print(table(result))
     if result["errors"]:
         print(f"calibrate.py: incomplete: {cases_text(result['errors'])} errored; run --live again", file=sys.stderr)

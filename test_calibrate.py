@@ -108,3 +108,25 @@ def test_the_table_marks_each_disagreement():
     text = table({"rows": rows, "metrics": metrics, "gate_failed": ["answer_relevancy"], "agreement_needed": 0.9,
                   "threshold": 0.7, "repeats": 3, "key": {"judge": "j"}})
     assert "<- disagrees" in text and "gates: BELOW 90%" in text and "judge j FAILS calibration" in text
+
+
+def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_project, monkeypatch, capsys):
+    import os
+    import signal
+
+    import calibrate
+    import judging
+
+    real, calls = judging.measure, []
+
+    def measure_then_cancel(*args):
+        calls.append(args[0])
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGTERM)  # what CI sends when a job is cancelled
+        return real(*args)
+    monkeypatch.setattr(judging, "measure", measure_then_cancel)
+    before = signal.getsignal(signal.SIGTERM)
+    assert calibrate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 143
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("calibrate.py: terminated; ") and "new scores are kept in" in err
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler was put back
