@@ -74,10 +74,16 @@ def section(prompt: str, header: str, end: str = "JSON:") -> str:
     return prompt[start:stop if stop >= 0 else len(prompt)].strip()
 
 
+# CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread, so two threads
+# parsing at once can fail with "SystemError: AST constructor recursion depth mismatch" (cpython#106905).
+_PARSING = threading.Lock()
+
+
 def as_list(text: str) -> list:
     """A section that DeepEval filled with a Python list; anything else is one item."""
     try:
-        value = ast.literal_eval(text)
+        with _PARSING:
+            value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return [text]
     return value if isinstance(value, list) else [text]

@@ -308,7 +308,8 @@ def test_assistant_help_prints_usage_and_asks_nothing(monkeypatch, capsys):
 def test_calibrate_help_reads_whole(monkeypatch, capsys):
     out = " ".join(help_text(calibrate, monkeypatch, capsys).split())
     assert " ".join(calibrate.__doc__.split("\n\n")[0].split()) in out  # the first paragraph, to its end
-    assert "DOCS_JUDGE" in out and out.endswith("3 incomplete, 130 interrupted.")
+    assert "DOCS_JUDGE" in out and "3 incomplete, 130 interrupted, 143 terminated (SIGTERM)" in out
+    assert out.endswith("keeps every score it paid for.")
 
 
 def test_evaluate_help_names_the_model_variables_and_every_exit_code(monkeypatch, capsys):
