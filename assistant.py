@@ -62,15 +62,13 @@ def build_agent(docs: list[dict], issues: dict, model: str, embedder: str, pages
 
     import providers
 
-    if pages is None:
-        store = index_pages(docs, embedder)
-        search = lambda query: [{"id": d.id, "text": d.page_content} for d in store.similarity_search(query, k=K)]  # noqa: E731
-    else:
-        given = [{"id": d["id"], "text": page_content(d)} for d in pages[:K]]
-        search = lambda query: given  # noqa: E731
+    store = index_pages(docs, embedder) if pages is None else None
+    given = [{"id": d["id"], "text": page_content(d)} for d in (pages or [])[:K]]
 
     def search_docs(query: str) -> str:
-        return json.dumps(search(query))
+        hits = given if store is None else [{"id": d.id, "text": d.page_content}
+                                            for d in store.similarity_search(query, k=K)]
+        return json.dumps(hits)
 
     def get_issue(number: int) -> str:
         issue = issues.get(str(number))

@@ -16,9 +16,9 @@ from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from dataset import InputError, load_calibration
-from entries import sha, versioned
-from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, judge_name
-from judging import READS, judged_metrics, stage_of
+from entries import judge_identity, sha, verdict_deps
+from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, judge_name, stale_message
+from judging import judged_metrics, stage_of
 from live_calls import (CallFailed, Pool, Progress, add_live_options, check_live_options, sigterm_as_interrupt,
                         with_retries)
 from recording import locked_once
@@ -61,10 +61,9 @@ def recorded_judge() -> str:
     return read_recording(found[0])["key"]["judge"]
 
 
-def deps_of(case: dict, judge: str):
-    """A score depends on the judge, the metric and the case fields that metric reads."""
-    deps = {"metric": case["metric"], "judge": judge, **versioned("judge code", judge),
-            **{f: sha(case[f]) for f in READS[case["metric"]]}}
+def deps_of(case: dict, judge: dict):
+    """A score depends on the judge (entries.judge_identity), the metric and the case fields it reads."""
+    deps = verdict_deps(case["metric"], judge, case)
     return lambda value: deps
 
 
@@ -120,27 +119,25 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
     """Score every case REPEATS times from the tape; in live mode, judge what is missing first."""
     if tape.live:
         record(cases, tape, judge, concurrency, progress)
-    rows, stale = [], {}
+    rows, stale, judged_by = [], {}, judge_identity(tape.key["judge"])
     for case in cases["cases"]:
-        found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, tape.key["judge"])) for i in range(REPEATS)]
+        found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, judged_by)) for i in range(REPEATS)]
         if any(value is ABSENT for value, _ in found):
             stale[case["id"]] = list(dict.fromkeys(why for _, reasons in found for why in reasons))
             rows.append({**row(case, [{"score": None, "reason": None}]), "verdict": "error", "agrees": False})
             continue
         rows.append(row(case, [value for value, _ in found]))
     if stale and not tape.live:
-        raise RecordingError(f"{shown(tape.path)}: stale: " + "; ".join(
-            f"case {cid} ({', '.join(why)})" for cid, why in stale.items())
-            + f"; {len(rows) - len(stale)} cases current; record again with --live")
+        raise RecordingError(stale_message(tape, stale, len(rows)))
     metrics = per_metric(rows)
     failing = gate_failures(rows, metrics)
-    return {"key": calibration_key(cases, tape.key["judge"]), "threshold": THRESHOLD, "repeats": REPEATS, "agreement_needed": AGREEMENT,
-            "rows": rows, "metrics": metrics, "gate_failed": failing,
+    return {"key": calibration_key(cases, tape.key["judge"]), "threshold": THRESHOLD, "repeats": REPEATS,
+            "agreement_needed": AGREEMENT, "rows": rows, "metrics": metrics, "gate_failed": failing,
             "errors": sum(r["verdict"] == "error" for r in rows)}
 
 
 def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress) -> None:
-    pool = Pool(concurrency)
+    pool, judged_by = Pool(concurrency), judge_identity(tape.key["judge"])
 
     def score(case: dict, name: str) -> None:
         from judging import measure
@@ -148,7 +145,7 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
         compute = lambda: measure(case["metric"], judge(), case["question"], case["answer"],  # noqa: E731
                                   case["reference"], case["context"])
         try:
-            tape.get(name, deps_of(case, tape.key["judge"]), lambda: with_retries(name, compute, progress.log))
+            tape.get(name, deps_of(case, judged_by), lambda: with_retries(name, compute, progress.log))
         except CallFailed as e:
             progress.log(f"error: {e}")
         progress.advance(None)
@@ -191,8 +188,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                                      epilog="The judge is DOCS_JUDGE (rules for models as in evaluate.py --help). "
                                             "Exit codes: 0 the judge agrees, 1 agreement below "
                                             f"{AGREEMENT:.0%} on a gating metric, 2 bad input or stale recording, "
-                                            "3 incomplete, 130 interrupted, 143 terminated (SIGTERM); an interrupted run "
-                                            "keeps every score it paid for.")
+                                            "3 incomplete, 130 interrupted, 143 terminated (SIGTERM); an interrupted "
+                                            "run keeps every score it paid for.")
     add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
     check_live_options(parser, args)

@@ -37,7 +37,7 @@ class Inputs:
         self.common = {"prompt": sha(PROMPT), "tool descriptions": sha(TOOL_DESCRIPTIONS), "model": model,
                        **versioned("model code", model)}
         self.searched = {"pages": sha(docs), "embedder": embedder, "k": K, **versioned("embedder code", embedder)}
-        self.judged = {"judge": judge, **versioned("judge code", judge)}
+        self.judged = judge_identity(judge)
         self.planted = {d["id"] for d in docs if d.get("planted")}
 
     def planted_retrieved(self, trace: dict) -> list[str]:
@@ -70,8 +70,18 @@ class Inputs:
     def judge_deps(self, metric: str, case: dict, trace: dict, context: list[str]) -> Callable[[dict], dict]:
         fields = {"question": case["question"], "answer": trace["answer"], "context": context,
                   "reference": case["reference"]}
-        deps = {"metric": metric, **self.judged, **{f: sha(fields[f]) for f in READS[metric]}}
+        deps = verdict_deps(metric, self.judged, fields)
         return lambda value: deps
+
+
+def judge_identity(judge: str) -> dict:
+    """The judge as a verdict depends on it: its name, and for the offline judge its code."""
+    return {"judge": judge, **versioned("judge code", judge)}
+
+
+def verdict_deps(metric: str, judge: dict, fields: dict) -> dict:
+    """What one judged score depends on: the metric, the judge (judge_identity) and the fields it reads."""
+    return {"metric": metric, **judge, **{f: sha(fields[f]) for f in READS[metric]}}
 
 
 def versioned(field: str, name: str) -> dict:
@@ -107,7 +117,8 @@ def agent_entry(case: dict, variant: str = "") -> str:
     return f"agent/{case['id']}{variant}"
 
 
-def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "") -> dict[str, tuple[Callable, str, Callable]]:
+def case_entries(inputs: Inputs, case: dict, trace: dict,
+                 variant: str = "") -> dict[str, tuple[Callable, str, Callable]]:
     """The entries a case needs once its trace exists: name -> (deps_of, metric or 'tools', compute(judge))."""
     from judging import measure, tool_scores
 

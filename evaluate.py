@@ -22,7 +22,7 @@ from live_calls import add_live_options, check_live_options, sigterm_as_interrup
 from report import cases as cases_text, markdown
 from run_files import header, replay_targets, report_files, run_name, write_if_changed
 from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
-                    searched_pages, summarize, tool_verdict)
+                    searched_pages, spent, summarize, tool_verdict)
 
 HERE = Path(__file__).parent
 # One fixed judge, so scores stay comparable when the assistant's model changes.
@@ -100,7 +100,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     if row["first_failure"] == "retrieval" and not variant:
         again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
         row["counterfactual"] = counterfactual(again)
-        row["also_spent"] = added(again)
+        row["also_spent"] = spent(again)
     return row
 
 
@@ -140,8 +140,8 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
             again = [case_row(inputs, case, cassette, errors.get(case["id"]), stale, repeat(r))
                      for r in range(2, repeats + 1)]
             rows[-1]["repeats"] = repeat_summary([rows[-1], *again])
-            before, extra = rows[-1].get("also_spent", {}), added(*again)
-            rows[-1]["also_spent"] = {field: extra[field] + before.get(field, 0) for field in extra}
+            earlier = [rows[-1]["also_spent"]] if rows[-1].get("also_spent") else []
+            rows[-1]["also_spent"] = added(*earlier, *map(spent, again))
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
     key = recording_key(inputs.cases, inputs.docs, inputs.issues, inputs.model, inputs.embedder, inputs.judge)

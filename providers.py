@@ -13,6 +13,7 @@ A Gemini answer with nothing to use (blocked, no candidates, not the JSON its sc
 an UnusableAnswer naming the cause: not transient, so never retried.
 """
 import errno
+import functools
 import json
 import os
 from typing import Optional
@@ -57,6 +58,7 @@ def is_gemini(name: str) -> bool:
     return name.startswith("gemini")
 
 
+@functools.cache  # read once per process: every entry of a run asks
 def code_version(name: str) -> Optional[str]:
     """A hash of the source files behind an offline backend; None for a hosted or local model, whose name
     is all a recording can know of it."""

@@ -234,7 +234,7 @@ def summarize(rows: list[dict], k: int) -> dict:
         outcomes = [res[stage] for res in results if stage in res]
         stage_rates[stage] = rate(sum(outcomes), len(outcomes))
     first = [r["first_failure"] for r in scored if r["first_failure"]]
-    costs = [v["cost"] for v in judged if v.get("cost") is not None]
+    total = added(*map(spent, rows), *(r["also_spent"] for r in rows if r.get("also_spent")))
     agent_s = [r["agent_s"] for r in rows if r.get("agent_s") is not None]
     judge_s = [v["judge_s"] for v in judged if v.get("judge_s") is not None]
     return {"cases": len(rows), "errors": len(rows) - len(scored), "passed": len(scored) - len(first),
@@ -249,10 +249,8 @@ def summarize(rows: list[dict], k: int) -> dict:
             "categories": categories(scored),
             "counterfactual": counterfactuals(scored),
             **({"repeats": repeats(scored)} if any(r.get("repeats") for r in scored) else {}),
-            "tokens": {field: sum(spent(r)[field] + r.get("also_spent", {}).get(field, 0) for r in rows)
-                       for field in ("agent_in", "agent_out", "judge_in", "judge_out")},
-            "cost": round(sum(costs) + sum(r.get("also_spent", {}).get("cost", 0) for r in rows), 6)
-            if costs or any(r.get("also_spent", {}).get("cost") for r in rows) else None,
+            "tokens": {field: total[field] for field in SPENDING},
+            "cost": None if total["cost"] is None else round(total["cost"], 6),
             "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
                         for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}}
 
@@ -305,17 +303,21 @@ def repeats(rows: list[dict]) -> dict:
                       for r in rows if 0 < r["repeats"]["passes"] < r["repeats"]["runs"]}}
 
 
+SPENDING = ("agent_in", "agent_out", "judge_in", "judge_out")
+
+
 def spent(row: dict) -> dict:
-    """Tokens and cost of one run's paid calls: the agent's, and the judge's over its metrics."""
+    """Tokens and cost of one run's paid calls: the agent's, and the judge's over its metrics; the cost is None
+    when no provider reported one."""
     judged = row.get("judged", {}).values()
     costs = [v["cost"] for v in judged if v.get("cost") is not None]
     return {"agent_in": row.get("usage", {}).get("input_tokens", 0),
             "agent_out": row.get("usage", {}).get("output_tokens", 0),
             "judge_in": sum(v.get("tokens_in") or 0 for v in judged),
-            "judge_out": sum(v.get("tokens_out") or 0 for v in judged), "cost": sum(costs)}
+            "judge_out": sum(v.get("tokens_out") or 0 for v in judged), "cost": sum(costs) if costs else None}
 
 
-def added(*runs: dict) -> dict:
-    """What several runs spent, added up: a case's counterfactual and repeated runs, next to its own."""
-    return {field: sum(spent(r)[field] for r in runs)
-            for field in ("agent_in", "agent_out", "judge_in", "judge_out", "cost")}
+def added(*spendings: dict) -> dict:
+    """Several runs' spending added up; the cost stays None unless some run reported one."""
+    costs = [s["cost"] for s in spendings if s.get("cost") is not None]
+    return {**{field: sum(s[field] for s in spendings) for field in SPENDING}, "cost": sum(costs) if costs else None}
