@@ -19,7 +19,7 @@ from dataset import InputError, load_calibration
 from entries import judge_identity, sha, verdict_deps
 from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, judge_name, stale_message
 from judging import judged_metrics, stage_of
-from live_calls import (CallFailed, Pool, Progress, add_live_options, check_live_options, sigterm_as_interrupt,
+from live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
                         with_retries)
 from recording import locked_once
 from report import cases as cases_text
@@ -196,7 +196,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     printable_stdout()
     import providers
 
-    tape, terminated = None, sigterm_as_interrupt()
+    tape, terminated = None, SigtermAsInterrupt()
     try:
         cases = load_calibration(HERE / "calibration-cases.json")
         if args.live:

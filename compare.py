@@ -6,12 +6,11 @@ from A beyond noise is an exact McNemar test on the cases that changed outcome, 
 """
 import argparse
 import sys
-from html import escape
 from pathlib import Path
 from typing import Optional
 
 from cassette import printable_stdout, read_json, write_atomic
-from html_report import CSS
+from html_report import CSS, escaped
 from stages import STAGES, failure_reason, stage_results
 from stats import mcnemar_exact, rate, rate_text
 
@@ -181,10 +180,6 @@ def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _e(value) -> str:
-    return escape(str(value), quote=True)
-
-
 def _verdict_class(test: dict) -> str:
     """html_report's cell colours: better is pass, worse is fail, noise is neutral."""
     if test["p"] >= ALPHA:
@@ -194,8 +189,8 @@ def _verdict_class(test: dict) -> str:
 
 def _case_list(title: str, items: list[tuple[str, str]]) -> str:
     """One titled list of (case id, what to say about it); the title carries the count."""
-    listed = "".join(f"<li><code>{_e(cid)}</code>: {_e(text)}</li>" for cid, text in items)
-    return f"<h2>{_e(title)} ({len(items)})</h2>" + (f"<ul>{listed}</ul>" if listed else "<p>none</p>")
+    listed = "".join(f"<li><code>{escaped(cid)}</code>: {escaped(text)}</li>" for cid, text in items)
+    return f"<h2>{escaped(title)} ({len(items)})</h2>" + (f"<ul>{listed}</ul>" if listed else "<p>none</p>")
 
 
 def html_page(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
@@ -203,18 +198,18 @@ def html_page(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
     every value escaped."""
     c = comparison(report_a, report_b)
     d, overall = c["diff"], c["overall"]
-    runs = "".join(f"<li>{_e(run_line(label, path, report))}</li>"
+    runs = "".join(f"<li>{escaped(run_line(label, path, report))}</li>"
                    for label, path, report in (("A", path_a, report_a), ("B", path_b, report_b)))
     head = ("<tr><th>stage</th><th>A</th><th>B</th><th>fixed</th><th>broken</th><th>paired</th>"
             "<th>exact McNemar p</th><th>verdict</th></tr>")
 
     def paired_cells(test: dict) -> str:
         return (f'<td class="num">{test["fixed"]}</td><td class="num">{test["broken"]}</td>'
-                f'<td class="num">{test["paired"]}</td><td class="num">{_e(p_text(test["p"]))}</td>'
-                f'<td class="{_verdict_class(test)}">{_e(verdict(test))}</td>')
+                f'<td class="num">{test["paired"]}</td><td class="num">{escaped(p_text(test["p"]))}</td>'
+                f'<td class="{_verdict_class(test)}">{escaped(verdict(test))}</td>')
 
-    rows = [f'<tr data-stage="{_e(stage)}"><td>{_e(label)}</td><td>{_e(rate_text(rate_a))}</td>'
-            f'<td>{_e(rate_text(rate_b))}</td>{paired_cells(test)}</tr>'
+    rows = [f'<tr data-stage="{escaped(stage)}"><td>{escaped(label)}</td><td>{escaped(rate_text(rate_a))}</td>'
+            f'<td>{escaped(rate_text(rate_b))}</td>{paired_cells(test)}</tr>'
             for stage, label, rate_a, rate_b, test in
             [("overall", "overall (every stage)", overall_rate(report_a), overall_rate(report_b), overall),
              *((stage, stage, s["a"], s["b"], s["test"]) for stage, s in c["stages"].items())]]
@@ -229,10 +224,10 @@ def html_page(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
                  for side in ("A", "B") if d[f"only_{side.lower()}"]]
     title = f"Comparison: {path_a} -> {path_b}"
     return ("<!DOCTYPE html>\n"
-            f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-            f"<style>{CSS}</style></head><body><h1>{_e(title)}</h1><ul>{runs}</ul>"
+            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
+            f"<style>{CSS}</style></head><body><h1>{escaped(title)}</h1><ul>{runs}</ul>"
             f'<p id="verdict" class="{_verdict_class(overall)}">'
-            f"<strong>overall: {_e(paired_text(overall))}</strong></p>"
+            f"<strong>overall: {escaped(paired_text(overall))}</strong></p>"
             f"<p>Paired test: the exact McNemar test, two-sided, on the cases that changed outcome; a case is "
             f"paired when both runs scored it (for a stage: both measured that stage) and neither errored.</p>"
             f'<h2>Per stage (A &rarr; B)</h2><table id="stages"><thead>{head}</thead>'

@@ -18,7 +18,7 @@ from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_re
 from dataset import InputError, load_inputs
 from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
 from judging import STRICT_FAITHFULNESS, stage_of
-from live_calls import add_live_options, check_live_options, sigterm_as_interrupt
+from live_calls import SigtermAsInterrupt, add_live_options, check_live_options
 from report import cases as cases_text, markdown
 from run_files import header, replay_targets, report_files, run_name, write_if_changed
 from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
@@ -231,7 +231,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     import baseline
     import providers
 
-    terminated = sigterm_as_interrupt()
+    terminated = SigtermAsInterrupt()
     try:
         cases, docs, issues = load_inputs(HERE)
         if args.live:

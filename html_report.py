@@ -45,7 +45,8 @@ li.missed { color: #a11; font-weight: 600; }
 """
 
 
-def _e(value: Any) -> str:
+def escaped(value: Any) -> str:
+    """Any value as HTML text, quotes included: every value the pages show goes through it."""
     return escape(str(value), quote=True)
 
 
@@ -64,8 +65,8 @@ def _cell(col: str, text: str, ok: Optional[bool], num: bool = False) -> str:
 def _labelled(key: str, value: Any) -> str:
     """'agent p50 0.04 s' for a timing field `agent_p50_s`; 'key value' otherwise."""
     if str(key).endswith("_s") and isinstance(value, (int, float)):
-        return f"{_e(str(key)[:-2].replace('_', ' '))} {value:.2f} s"
-    return f"{_e(str(key).replace('_', ' '))} {_value(value)}"
+        return f"{escaped(str(key)[:-2].replace('_', ' '))} {value:.2f} s"
+    return f"{escaped(str(key).replace('_', ' '))} {_value(value)}"
 
 
 def _value(v: Any) -> str:
@@ -74,20 +75,20 @@ def _value(v: Any) -> str:
         return "-"
     if isinstance(v, dict):
         if "passed" in v and "total" in v:
-            return _e(rate_text(v))
+            return escaped(rate_text(v))
         sep = "<br>" if any(isinstance(x, dict) for x in v.values()) else "; "
         return sep.join(_labelled(k, x) for k, x in v.items()) or "-"
     if isinstance(v, (list, tuple)):
         return ", ".join(_value(x) for x in v) or "-"
-    return _e(v)
+    return escaped(v)
 
 
 def _summary(report: dict) -> str:
     s = report.get("summary") or {}
     passed = rate_text(s["pass_rate"]) if isinstance(s.get("pass_rate"), dict) else (
         f"{s['passed']}/{s['cases']}" if "passed" in s and "cases" in s else None)
-    head = f"<p><strong>{_e(passed)} cases pass every stage.</strong></p>" if passed else ""
-    items = "".join(f"<dt>{_e(str(k).replace('_', ' '))}</dt><dd>{_value(v)}</dd>" for k, v in s.items())
+    head = f"<p><strong>{escaped(passed)} cases pass every stage.</strong></p>" if passed else ""
+    items = "".join(f"<dt>{escaped(str(k).replace('_', ' '))}</dt><dd>{_value(v)}</dd>" for k, v in s.items())
     return f'{head}<dl class="summary">{items}</dl><div style="clear:both"></div>'
 
 
@@ -96,8 +97,8 @@ def _row(r: dict, threshold: float) -> str:
     calls = r.get("calls") or [c.get("name") for c in r.get("tool_calls") or []]
     ret_ok = None if ret is None else ret.get("recall") == 1.0
     tools_ok = tools.get("pass")
-    cells = [f'<td data-col="case"><a href="#case-{_e(r["id"])}">{_e(r["id"])}</a></td>',
-             _cell("calls", _e(", ".join(map(str, calls)) or "none"), None),
+    cells = [f'<td data-col="case"><a href="#case-{escaped(r["id"])}">{escaped(r["id"])}</a></td>',
+             _cell("calls", escaped(", ".join(map(str, calls)) or "none"), None),
              _cell("tools", "-" if tools_ok is None else ("pass" if tools_ok else "FAIL"), tools_ok),
              _cell("hit", "-" if ret is None else ("yes" if ret.get("hit") else "NO"), ret_ok),
              _cell("recall", _num(ret and ret.get("recall")), ret_ok, True),
@@ -108,11 +109,11 @@ def _row(r: dict, threshold: float) -> str:
         ok = None if m not in judged or m not in GATING else score is not None and score >= threshold
         cells.append(_cell(m, _num(score), ok, True))
     failure = r.get("first_failure")
-    text = _e(failure or "-")
+    text = escaped(failure or "-")
     if r.get("error"):
-        text += f'<div class="error">{_e(r["error"])}</div>'
+        text += f'<div class="error">{escaped(r["error"])}</div>'
     cells.append(_cell("first_failure", text, not failure))
-    return f'<tr id="row-{_e(r["id"])}">{"".join(cells)}</tr>'
+    return f'<tr id="row-{escaped(r["id"])}">{"".join(cells)}</tr>'
 
 
 def _table(report: dict) -> str:
@@ -120,24 +121,24 @@ def _table(report: dict) -> str:
     heads = ["case", "tools called", "tools", f"hit@{k}", f"recall@{k}", "RR", "ctx precision", "faithful",
              "ctx recall", "relevancy", "first failure"]
     rows = "".join(_row(r, report.get("threshold", 0.7)) for r in report.get("rows", []))
-    return (f'<table id="stages"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in heads)}</tr></thead>'
+    return (f'<table id="stages"><thead><tr>{"".join(f"<th>{escaped(h)}</th>" for h in heads)}</tr></thead>'
             f"<tbody>{rows}</tbody></table>")
 
 
 def _pages(r: dict) -> str:
     expected = list(r.get("expected_docs") or [])
     retrieved = list(r.get("retrieved") or [])
-    items = [f'<li class="expected">{_e(p)} ✓ expected</li>' if p in expected else f"<li>{_e(p)}</li>"
+    items = [f'<li class="expected">{escaped(p)} ✓ expected</li>' if p in expected else f"<li>{escaped(p)}</li>"
              for p in retrieved]
-    missed = [f'<li class="missed">{_e(p)} ✗ missed</li>' for p in expected if p not in retrieved]
+    missed = [f'<li class="missed">{escaped(p)} ✗ missed</li>' for p in expected if p not in retrieved]
     listing = f"<ol>{''.join(items)}</ol>" if items else "<p>none retrieved</p>"
     return listing + (f"<p>Expected but not retrieved:</p><ul>{''.join(missed)}</ul>" if missed else "")
 
 
 def _tool_section(r: dict) -> str:
     calls = r.get("tool_calls") or []
-    listed = "".join(f"<li><code>{_e(c.get('name'))}"
-                     f"({_e(json.dumps(c.get('args', {}), ensure_ascii=False, default=str))})</code></li>"
+    listed = "".join(f"<li><code>{escaped(c.get('name'))}"
+                     f"({escaped(json.dumps(c.get('args', {}), ensure_ascii=False, default=str))})</code></li>"
                      for c in calls)
     t = r.get("tools") or {}
     extra = "".join(f"<li>{name.replace('_', ' ')}: {_value(t[name])}</li>"
@@ -146,7 +147,7 @@ def _tool_section(r: dict) -> str:
     return (f"<h3>Tool calls</h3>{f'<ul>{listed}</ul>' if listed else '<p>none</p>'}"
             f'<p>Tool metric: <span class="{_verdict(t.get("pass"))}">{verdict or "-"}</span>, '
             f"score {_num(t.get('score'))}</p>{f'<ul>{extra}</ul>' if extra else ''}"
-            f"<pre>{_e(t.get('reason') or '')}</pre>{_deepeval_disagrees(t)}")
+            f"<pre>{escaped(t.get('reason') or '')}</pre>{_deepeval_disagrees(t)}")
 
 
 def _deepeval_disagrees(t: dict) -> str:
@@ -154,7 +155,7 @@ def _deepeval_disagrees(t: dict) -> str:
     if not deepeval_disagrees(t):
         return ""
     return (f"<p>DeepEval's ToolCorrectnessMetric disagrees: score {_num(t['deepeval']['score'])} (it matches "
-            f"expected tools as a set; the stage uses the count above)</p><pre>{_e(t['deepeval']['reason'])}</pre>")
+            f"expected tools as a set; the stage uses the count above)</p><pre>{escaped(t['deepeval']['reason'])}</pre>")
 
 
 def _judged(r: dict, threshold: float) -> str:
@@ -162,8 +163,8 @@ def _judged(r: dict, threshold: float) -> str:
     for m, v in (r.get("judged") or {}).items():
         score = v.get("score")
         ok = None if m not in GATING else score is not None and score >= threshold
-        rows.append(f'<tr><td>{_e(m)}</td><td class="{_verdict(ok)} num">{_num(score)}</td>'
-                    f"<td>{_e(v.get('reason') or '')}</td></tr>")
+        rows.append(f'<tr><td>{escaped(m)}</td><td class="{_verdict(ok)} num">{_num(score)}</td>'
+                    f"<td>{escaped(v.get('reason') or '')}</td></tr>")
     if not rows:
         return "<h3>Judge</h3><p>no judged metrics</p>"
     return ("<h3>Judge</h3><table><thead><tr><th>metric</th><th>score</th><th>reason</th></tr></thead>"
@@ -172,18 +173,18 @@ def _judged(r: dict, threshold: float) -> str:
 
 def _case(r: dict, threshold: float) -> str:
     failure = r.get("first_failure")
-    badge = (f'<span class="badge fail">first failure: {_e(failure)}</span>' if failure
+    badge = (f'<span class="badge fail">first failure: {escaped(failure)}</span>' if failure
              else '<span class="badge pass">passes every stage</span>')
-    error = f'<p class="error">Error: {_e(r["error"])}</p>' if r.get("error") else ""
+    error = f'<p class="error">Error: {escaped(r["error"])}</p>' if r.get("error") else ""
     cf = r.get("counterfactual")
-    rerun = (f'<p class="counterfactual"><strong>Counterfactual ({_e(cf.get("for") or "retrieval")}):</strong> '
-             f"{_e(counterfactual_verdict(cf))}.</p>") if isinstance(cf, dict) else ""
-    return (f'<section id="case-{_e(r["id"])}" class="case {"failed" if failure else "passed"}">'
-            f"<h2>{_e(r['id'])}{badge}</h2>{error}{rerun}"
-            f'<h3>Question</h3><p class="text">{_e(r.get("question", ""))}</p>'
+    rerun = (f'<p class="counterfactual"><strong>Counterfactual ({escaped(cf.get("for") or "retrieval")}):</strong> '
+             f"{escaped(counterfactual_verdict(cf))}.</p>") if isinstance(cf, dict) else ""
+    return (f'<section id="case-{escaped(r["id"])}" class="case {"failed" if failure else "passed"}">'
+            f"<h2>{escaped(r['id'])}{badge}</h2>{error}{rerun}"
+            f'<h3>Question</h3><p class="text">{escaped(r.get("question", ""))}</p>'
             f"{_tool_section(r)}<h3>Retrieved pages (rank order)</h3>{_pages(r)}"
-            f'<h3>Answer</h3><p class="text">{_e(r.get("answer") or "")}</p>'
-            f'<h3>Reference</h3><p class="text">{_e(r.get("reference") or "")}</p>'
+            f'<h3>Answer</h3><p class="text">{escaped(r.get("answer") or "")}</p>'
+            f'<h3>Reference</h3><p class="text">{escaped(r.get("reference") or "")}</p>'
             f"{_judged(r, threshold)}</section>")
 
 
@@ -236,7 +237,7 @@ def _svg(fig: str, title: str, desc: str, height: float, inner: str) -> str:
     """An inline SVG labelled by its <title> and <desc>, with the hatch its failing bars use."""
     return (f'<svg id="{fig}" class="chart" role="img" aria-labelledby="{fig}-title {fig}-desc" '
             f'viewBox="0 0 {WIDTH} {_f(height)}" width="{WIDTH}" height="{_f(height)}">'
-            f'<title id="{fig}-title">{_e(title)}</title><desc id="{fig}-desc">{_e(desc)}</desc>'
+            f'<title id="{fig}-title">{escaped(title)}</title><desc id="{fig}-desc">{escaped(desc)}</desc>'
             f'<defs><pattern id="{fig}-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
             f'patternTransform="rotate(45)"><rect width="6" height="6" fill="{FAIL}"/>'
             f'<rect width="2" height="6" fill="#ffffff" fill-opacity="0.55"/></pattern></defs>{inner}</svg>')
@@ -246,31 +247,31 @@ def _row_start(y: float, name: str, attrs: str = "") -> str:
     """A row's group, its name at the left (cut short when long, whole in its tooltip) and its empty track."""
     return (f"<g{attrs}>"
             f'<text x="{LABEL_W - 8}" y="{_f(y + ROW_H / 2 + 4)}" text-anchor="end" fill="{INK}">'
-            f"<title>{_e(name)}</title>{_e(_short(name))}</text>"
+            f"<title>{escaped(name)}</title>{escaped(_short(name))}</text>"
             f'<rect x="{LABEL_W}" y="{_f(y + 4)}" width="{BAR_W}" height="{ROW_H - 8}" fill="{TRACK}"/>')
 
 
 def _bar(cls: str, y: float, x: float, width: float, fill: str, tip: str, extra: str = "") -> str:
     return (f'<rect class="{cls}" x="{_f(x)}" y="{_f(y + 4)}" width="{_f(width)}" height="{ROW_H - 8}" '
-            f'fill="{fill}"{extra}><title>{_e(tip)}</title></rect>') if width else ""
+            f'fill="{fill}"{extra}><title>{escaped(tip)}</title></rect>') if width else ""
 
 
 def _note(y: float, text: str) -> str:
     """The row's numbers as text at the right: the picture never carries them by colour alone."""
     return (f'<text class="value" x="{LABEL_W + BAR_W + GAP}" y="{_f(y + ROW_H / 2 + 4)}" fill="{INK}">'
-            f"{_e(text)}</text>")
+            f"{escaped(text)}</text>")
 
 
 def _axis(top: float, y: float, ticks: list[tuple[float, str]]) -> str:
     """Grid lines from `top` down to `y`, labelled under it; a tick is a share of the bar width."""
     return "".join(f'<line x1="{_f(LABEL_W + share * BAR_W)}" y1="{_f(top)}" x2="{_f(LABEL_W + share * BAR_W)}" '
                    f'y2="{_f(y)}" stroke="#c8c8c8"/><text x="{_f(LABEL_W + share * BAR_W)}" y="{_f(y + 14)}" '
-                   f'text-anchor="middle" fill="{MUTED}" font-size="11">{_e(text)}</text>' for share, text in ticks)
+                   f'text-anchor="middle" fill="{MUTED}" font-size="11">{escaped(text)}</text>' for share, text in ticks)
 
 
 def _figure(heading: str, svg: str, caption: str, extra: str = "") -> str:
     """Its visible heading, the picture, the caption defining what it shows, then any table or list."""
-    return (f'<figure class="chart"><h3>{_e(heading)}</h3>{svg}<figcaption>{caption}</figcaption>{extra}'
+    return (f'<figure class="chart"><h3>{escaped(heading)}</h3>{svg}<figcaption>{caption}</figcaption>{extra}'
             "</figure>")
 
 
@@ -320,7 +321,7 @@ def _funnel_figure(report: dict) -> str:
                _axis(8, y, [(0, "0"), (n // 2 / n, str(n // 2)), (1, f"{n} scored")]) + "".join(rows))
     table = ('<details><summary>The funnel as a table</summary><table class="funnel"><thead><tr><th>stage</th>'
              "<th>enter</th><th>pass</th><th>fail here</th></tr></thead><tbody>"
-             + "".join(f'<tr><td>{_e(s["stage"])}</td><td class="num">{s["entering"]}</td><td class="num">'
+             + "".join(f'<tr><td>{escaped(s["stage"])}</td><td class="num">{s["entering"]}</td><td class="num">'
                        f'{s["passing"]}</td><td class="num">{s["entering"] - s["passing"]}</td></tr>' for s in steps)
              + "</tbody></table></details>")
     errors = len(report.get("rows", [])) - n
@@ -337,7 +338,7 @@ def _rate_figure(fig: str, heading: str, title: str, rates: list[tuple[str, dict
     y, rows = 8, []
     for name, r in rates:
         passed, total = r["passed"], r["total"]
-        rows.append(_row_start(y, name, f' class="rate-row" data-name="{_e(name)}"'))
+        rows.append(_row_start(y, name, f' class="rate-row" data-name="{escaped(name)}"'))
         if total:
             low, high = wilson_interval(passed, total)
             mid, x1, x2 = y + ROW_H / 2, LABEL_W + low * BAR_W, LABEL_W + high * BAR_W
@@ -415,23 +416,23 @@ def _counterfactual_figure(report: dict) -> str:
     for kind, v in kinds.items():
         fixed, still = v["fixed"], v["still_fails"]
         fixed_w = fixed / most * BAR_W
-        rows.append(_row_start(y, kind.replace("_", " "), f' class="cf-row" data-kind="{_e(kind)}" '
+        rows.append(_row_start(y, kind.replace("_", " "), f' class="cf-row" data-kind="{escaped(kind)}" '
                                                           f'data-fixed="{fixed}" data-still-fails="{still}"')
                     + _bar("cf-fixed", y, LABEL_W, fixed_w, PASS, "fixed: " + (", ".join(v["fixed_ids"]) or str(fixed)))
                     + _bar("cf-still", y, LABEL_W + fixed_w, still / most * BAR_W, "url(#counterfactual-hatch)",
                            "still fails: " + (", ".join(v["still_ids"]) or str(still)), ' stroke="#ffffff"')
                     + _note(y, f"{fixed} fixed, {still} still fail{'s' if still == 1 else ''} (of {fixed + still})")
                     + "</g>")
-        links = [f"{label}: " + (", ".join(f'<a href="#case-{_e(i)}">{_e(i)}</a>' for i in ids) or "none")
+        links = [f"{label}: " + (", ".join(f'<a href="#case-{escaped(i)}">{escaped(i)}</a>' for i in ids) or "none")
                  for label, ids in (("fixed", v["fixed_ids"]), ("still fails", v["still_ids"]))]
-        lists.append(f"<li>{_e(kind)}: {'; '.join(links)}</li>")
+        lists.append(f"<li>{escaped(kind)}: {'; '.join(links)}</li>")
         y += ROW_H
     desc = "; ".join(f"{kind}: {v['fixed']} fixed, {v['still_fails']} still failing" for kind, v in kinds.items())
     svg = _svg("counterfactual", "Counterfactual runs: fixed with the expected input, or still failing", desc,
                y + 8, "".join(rows))
     others = [k for k in kinds if k != "retrieval"]
     caption = COUNTERFACTUAL_CAPTION.format(
-        kinds=" or ".join(_e(k) for k in ["retrieval", *others]),
+        kinds=" or ".join(escaped(k) for k in ["retrieval", *others]),
         tools="; for tools, the expected tool calls" if "tools" in others else "")
     return _figure("Counterfactual runs", svg, caption, f"<ul>{''.join(lists)}</ul>")
 
@@ -460,9 +461,9 @@ def html(report: dict) -> str:
     title = (f"Model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
              f"{' (offline backends)' if key.get('offline') else ''}")
     threshold = report.get("threshold", 0.7)
-    cases = f"<p>Cases {_e(key['cases'])}; threshold {_e(threshold)}.</p>" if "cases" in key else ""
+    cases = f"<p>Cases {escaped(key['cases'])}; threshold {escaped(threshold)}.</p>" if "cases" in key else ""
     body = "".join(_case(r, threshold) for r in report.get("rows", []))
     return ("<!DOCTYPE html>\n"
-            f'<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-            f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{_e(title)}</h1>{cases}{_summary(report)}"
+            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
+            f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{cases}{_summary(report)}"
             f"{_pictures(report)}<h2>Stages</h2>{_table(report)}<h2>Cases</h2>{body}</body></html>\n")

@@ -276,7 +276,7 @@ class Progress:
             self.bar.stop()
 
 
-class sigterm_as_interrupt:
+class SigtermAsInterrupt:
     """SIGTERM, as CI sends when a job is cancelled, raised as Ctrl-C is, so a live run keeps what it paid
     for; true once it has arrived. Only the main thread may set a handler; `restore()` puts the old one back."""
 
