@@ -118,14 +118,14 @@ def load_cases(path: Path, page_ids: set[str], validated: Validated) -> dict:
     validated.check(path, "CaseSet", cases)
     unique_ids(path, cases["cases"], "cases")
     for i, case in enumerate(cases["cases"]):
+        at = f"{path.name}: cases[{i}] ({case['id']})"
         stray = [t for t in case.get("expected_args", {}) if t not in case["expected_tools"]]
         if stray:
-            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_args: {stray[0]} is not in "
-                             "expected_tools")
+            raise InputError(f"{at}.expected_args: {stray[0]} is not in expected_tools")
         for tool, args in case.get("expected_args", {}).items():
             for name, value in args.items():
                 kind = TOOL_PARAMETERS[tool].get(name)
-                field = f"{path.name}: cases[{i}] ({case['id']}).expected_args.{tool}.{name}"
+                field = f"{at}.expected_args.{tool}.{name}"
                 if kind is None:
                     raise InputError(f"{field}: {tool} has no parameter {name!r} (it takes "
                                      f"{', '.join(TOOL_PARAMETERS[tool])})")
@@ -133,15 +133,14 @@ def load_cases(path: Path, page_ids: set[str], validated: Validated) -> dict:
                     raise InputError(f"{field}: {tool} takes {name} as {kind.__name__}; {value!r} is not one")
         behaviour = case["expected_behavior"]
         if behaviour == "abstain" and "search_docs" not in case["expected_tools"]:
-            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_tools: an abstain case must expect "
-                             "search_docs (the agent searches before it says the docs do not answer)")
+            raise InputError(f"{at}.expected_tools: an abstain case must expect search_docs (the agent "
+                             "searches before it says the docs do not answer)")
         if behaviour == "chitchat" and case["expected_tools"]:
-            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_tools: a chitchat case expects "
-                             "no tool call")
+            raise InputError(f"{at}.expected_tools: a chitchat case expects no tool call")
         unknown = [p for p in case["expected_docs"] if p not in page_ids]
         if unknown:
-            raise InputError(f"{path.name}: cases[{i}] ({case['id']}).expected_docs: unknown page "
-                             f"{unknown[0]!r} (docs.json has {', '.join(sorted(page_ids))})")
+            raise InputError(f"{at}.expected_docs: unknown page {unknown[0]!r} (docs.json has "
+                             f"{', '.join(sorted(page_ids))})")
     return cases
 
 
