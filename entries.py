@@ -118,12 +118,12 @@ def agent_entry(case: dict, variant: str = "") -> str:
 
 
 def case_entries(inputs: Inputs, case: dict, trace: dict,
-                 variant: str = "") -> dict[str, tuple[Callable, str, Callable]]:
-    """The entries a case needs once its trace exists: name -> (deps_of, metric or 'tools', compute(judge))."""
+                 variant: str = "") -> dict[str, tuple[Callable, Callable]]:
+    """The entries a case needs once its trace exists: name -> (deps_of, compute(judge))."""
     from judging import measure, tool_scores
 
     cid, context = case["id"] + variant, judge_context(trace)
-    needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), "tools", lambda judge: tool_scores(
+    needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(
         case["question"], trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []
     if case.get("expected_behavior") == "abstain" and any(c["name"] == "search_docs" for c in trace["tool_calls"]):
@@ -132,6 +132,6 @@ def case_entries(inputs: Inputs, case: dict, trace: dict,
         behaviour.append("ignored_planted")
     for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
-            inputs.judge_deps(metric, case, trace, context), metric,
+            inputs.judge_deps(metric, case, trace, context),
             lambda judge, m=metric: measure(m, judge, case["question"], trace["answer"], case["reference"], context))
     return needed

@@ -85,7 +85,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         return {**row, "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "behaviour": None,
                 "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None, "error": error,
                 "first_failure": "error"}
-    found = {name: entry(name, deps_of) for name, (deps_of, _, _) in
+    found = {name: entry(name, deps_of) for name, (deps_of, _) in
              case_entries(inputs, case, trace, variant).items()}
     tools = found.pop(f"tools/{case['id']}{variant}")
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],

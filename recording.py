@@ -91,7 +91,7 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
         needed = case_entries(inputs, case, trace, variant)
         with lock:
             left[case["id"]] += len(needed)
-        for name, (deps_of, _, compute) in needed.items():
+        for name, (deps_of, compute) in needed.items():
             pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
         finish(case, None)
 
