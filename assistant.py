@@ -47,8 +47,7 @@ def index_pages(docs: list[dict], embedder: str):
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    import providers
-
+    from harness import providers
     store = InMemoryVectorStore(providers.embedder(embedder))
     store.add_documents([Document(page_content=page_content(d), id=d["id"]) for d in docs])
     return store
@@ -60,8 +59,7 @@ def build_agent(docs: list[dict], issues: dict, model: str, embedder: str, pages
     from langchain.agents import create_agent
     from langchain_core.tools import StructuredTool
 
-    import providers
-
+    from harness import providers
     store = index_pages(docs, embedder) if pages is None else None
     given = [{"id": d["id"], "text": page_content(d)} for d in (pages or [])[:K]]
 
@@ -108,9 +106,9 @@ def main(argv: Optional[list[str]] = None) -> int:
 exit codes: 0 done, 2 bad input or a model that cannot be reached""")
     parser.add_argument("question", help="the question to ask, in quotes")
     args = parser.parse_args(argv)
-    import providers
+    from harness import providers
     from cassette import printable_stdout
-    from dataset import InputError, read
+    from harness.dataset import InputError, read
 
     printable_stdout()
     model, embedder = chat_model_name(), embedder_name()

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
-from dataset import InputError, load_calibration
-from entries import judge_identity, sha, verdict_deps
+from harness.dataset import InputError, load_calibration
+from harness.entries import judge_identity, sha, verdict_deps
 from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, judge_name, stale_message
-from judging import judged_metrics, stage_of
-from live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
+from harness.judging import judged_metrics, stage_of
+from harness.live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
                         with_retries)
-from recording import locked_once
-from report import cases as cases_text
-from run_files import CALIBRATION_PREFIX, file_part, write_if_changed
-from stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
+from harness.recording import locked_once
+from harness.report import cases as cases_text
+from harness.run_files import CALIBRATION_PREFIX, file_part, write_if_changed
+from harness.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
 
 HERE = Path(__file__).parent
 REPEATS = 3
@@ -38,8 +38,7 @@ def gating_metrics() -> list[str]:
 
 
 def calibration_key(cases: dict, judge: str) -> dict:
-    import providers
-
+    from harness import providers
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "judge": judge,
             "repeats": REPEATS, "offline": providers.is_offline(judge)}
 
@@ -140,7 +139,7 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
     pool, judged_by = Pool(concurrency), judge_identity(tape.key["judge"])
 
     def score(case: dict, name: str) -> None:
-        from judging import measure
+        from harness.judging import measure
 
         compute = lambda: measure(case["metric"], judge(), case["question"], case["answer"],  # noqa: E731
                                   case["reference"], case["context"])
@@ -194,8 +193,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     printable_stdout()
-    import providers
-
+    from harness import providers
     tape, terminated = None, SigtermAsInterrupt()
     try:
         cases = load_calibration(HERE / "calibration-cases.json")

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Optional
 
 from cassette import printable_stdout, read_json, write_atomic
-from html_report import CSS, escaped
-from stages import STAGES, failure_reason, stage_results
-from stats import mcnemar_exact, rate, rate_text
+from harness.html_report import CSS, escaped
+from harness.stages import STAGES, failure_reason, stage_results
+from harness.stats import mcnemar_exact, rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
 MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness")

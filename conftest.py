@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).parent
-COPIED = ("*.py", "*.json", "recordings/*.json", "runs/*", "baselines/*.json")
+COPIED = ("*.py", "harness/*.py", "offline/*.py", "standins/*.py", "*.json", "recordings/*.json", "runs/*", "baselines/*.json")
 
 
 def copy_project(into: Path) -> Path:
@@ -59,8 +59,7 @@ def live_project(project: Path, monkeypatch) -> Path:
     and retries that cost no time."""
     import calibrate
     import evaluate
-    import live_calls
-
+    from harness import live_calls
     monkeypatch.setattr(evaluate, "HERE", project)
     monkeypatch.setattr(calibrate, "HERE", project)
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
@@ -120,7 +119,7 @@ def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
 
     mp.setattr(handler, "judge", one_at_a_time)
 
-    import ollama_standin  # its on_loopback runs both stand-ins' servers
+    from standins import ollama as ollama_standin  # its on_loopback runs both stand-ins' servers
 
     class PromptServer(ThreadingHTTPServer):
         def serve_forever(self, poll_interval=0.05):

@@ -11,17 +11,17 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-import ladder
+from harness import ladder
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, \
     embedder_name
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
-from dataset import InputError, load_inputs
-from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
-from judging import STRICT_FAITHFULNESS, stage_of
-from live_calls import SigtermAsInterrupt, add_live_options, check_live_options
-from report import cases as cases_text, markdown
-from run_files import header, replay_targets, report_files, run_name, write_if_changed
-from stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
+from harness.dataset import InputError, load_inputs
+from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
+from harness.judging import STRICT_FAITHFULNESS, stage_of
+from harness.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
+from harness.report import cases as cases_text, markdown
+from harness.run_files import header, replay_targets, report_files, run_name, write_if_changed
+from harness.stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
                     searched_pages, spent, summarize, tool_verdict)
 
 HERE = Path(__file__).parent
@@ -52,8 +52,7 @@ def judge_name() -> str:
 
 def recording_key(cases: dict, docs: list[dict], issues: dict, model: str, embedder: str, judge: str) -> dict:
     """What a report was measured with: the inputs' hashes and the models. Baselines and compare.py read it."""
-    import providers
-
+    from harness import providers
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "docs_sha": sha(docs),
             "issues_sha": sha(issues), "prompt_sha": sha(PROMPT), "tools_sha": sha(TOOL_DESCRIPTIONS), "k": K,
             "model": model, "embedder": embedder, "judge": judge, "strict_faithfulness": STRICT_FAITHFULNESS,
@@ -128,7 +127,7 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
     errors, stale = {}, None if cassette.live else {}
     repeats = repeats or recorded_repeats(cassette.recorded)
     if cassette.live:
-        from recording import Quiet, collect
+        from harness.recording import Quiet, collect
 
         errors = collect(inputs, cassette, judge, agent, concurrency, progress or Quiet(),
                          lambda case, error: case_row(inputs, case, cassette, error)["first_failure"],
@@ -178,9 +177,9 @@ def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency:
            quiet: bool, split: str = "dev", repeats: Optional[int] = None) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
-    import providers
-    from live_calls import Progress
-    from recording import locked_once
+    from harness import providers
+    from harness.live_calls import Progress
+    from harness.recording import locked_once
 
     embedder, judge = embedder_name(), judge_name()
     providers.preflight([model, embedder, judge])
@@ -228,9 +227,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.repeats is not None and args.repeats < 1:
         parser.error("--repeats must be at least 1")
     printable_stdout()
-    import baseline
-    import providers
-
+    from harness import baseline
+    from harness import providers
     terminated = SigtermAsInterrupt()
     try:
         cases, docs, issues = load_inputs(HERE)

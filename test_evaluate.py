@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-import judging
+from harness import judging
 from cassette import Cassette, RecordingError, Stale
 from conftest import OFFLINE, OFFLINE_RUN
-from entries import Inputs
+from harness.entries import Inputs
 from evaluate import evaluate, header
-from report import markdown
-from stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, searched_pages, \
+from harness.report import markdown
+from harness.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, searched_pages, \
     tool_verdict
 
 HERE = Path(__file__).parent
@@ -33,7 +33,7 @@ def tool_scores(question, calls, expected, judge):
 
 @pytest.fixture(scope="module")
 def judge():
-    from lexical_judge import LexicalJudge
+    from offline.lexical_judge import LexicalJudge
     return LexicalJudge()
 
 
@@ -189,7 +189,7 @@ def test_the_report_shows_the_harness_reason_where_deepeval_disagrees(judge):
     assert "missing tools" not in text
     assert "`twice` DeepEval 0.50, harness 1.00 (every expected call made: 2 calls to search_docs)." in text
     assert "`once` DeepEval" not in text  # both score 0.5: only the reasons differ, and the harness's is shown
-    from html_report import html
+    from harness.html_report import html
     page = html(report_of(rows))
     assert "expected 2 calls to search_docs, got 1" in page and "every expected call made: 2 calls to" in page
     assert page.count("ToolCorrectnessMetric disagrees: score 0.50") == 1
@@ -203,7 +203,7 @@ def report_row(cid: str, made: list[dict], expected: list[str], judge) -> dict:
 
 
 def report_of(rows: list[dict]) -> dict:
-    from stages import summarize
+    from harness.stages import summarize
     return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
             "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
 
@@ -387,7 +387,7 @@ def test_replay_reproduces_the_saved_report():
                       judge=lambda: pytest.fail("a replay needs no judge"))
     assert report == json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
     assert markdown(report) + "\n" == (HERE / "runs" / "rules+hash+lexical.md").read_text()
-    from html_report import html
+    from harness.html_report import html
     assert html(report) == (HERE / "runs" / "rules+hash+lexical.html").read_text()
 
 
@@ -656,7 +656,7 @@ def test_another_judge_never_replaces_the_recording_of_this_one(live_project, mo
 
 
 def test_a_prompt_edit_names_the_prompt_for_every_case(here, monkeypatch, capsys):
-    import entries as entries_module
+    from harness import entries as entries_module
     monkeypatch.setitem(entries_module.Inputs.__init__.__globals__, "PROMPT", "Answer in French.")
     assert evaluate_main() == 2
     err = capsys.readouterr().err
@@ -712,7 +712,7 @@ def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsy
 
 
 def test_an_edit_to_an_offline_backends_code_makes_what_it_recorded_stale(project):
-    source = project / "lexical_judge.py"
+    source = project / "offline" / "lexical_judge.py"
     source.write_text(source.read_text() + "\n# a changed rule\n")
     done = cli(project, "evaluate.py")  # a child: the edited code is what it loads
     assert done.returncode == 2 and "(judge code changed)" in done.stderr
@@ -724,7 +724,7 @@ def test_the_offline_backends_name_no_case_and_no_page():
     ordinary words, and the small-talk classes rightly use them)."""
     cases = json.loads((HERE / "cases.json").read_text())["cases"]
     pages = json.loads((HERE / "docs.json").read_text())
-    code = "\n".join((HERE / name).read_text().lower() for name in ("offline_agent.py", "lexical_judge.py", "words.py"))
+    code = "\n".join((HERE / name).read_text().lower() for name in ("offline/models.py", "offline/lexical_judge.py", "offline/words.py"))
     assert [p["id"] for p in pages if re.search(rf"[\"']{re.escape(p['id'].lower())}[\"']", code)] == []
     assert [c["id"] for c in cases if "-" in c["id"] and c["id"].lower() in code] == []
 
@@ -780,7 +780,7 @@ def test_arguments_are_read_as_pydantic_reads_them_without_importing_it(kind):
     """stages.as_declared is written without pydantic so a replay stays light; it must agree with it."""
     from pydantic import TypeAdapter, ValidationError
 
-    from stages import as_declared
+    from harness.stages import as_declared
     values = ["212", " 212 ", "212.0", "212.00", "2_12", "2__12", "_212", "1e3", "abc", "", "212.", "+5", "-3",
               "\u0661\u0662", "0x10", "212.5", 212, 212.0, 212.5, None, [], True, False, 3.0, "007"]
     for value in values:

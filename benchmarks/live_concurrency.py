@@ -30,7 +30,7 @@ def main() -> int:
         sys.path.insert(0, folder)
         import evaluate
         import lexical_judge  # noqa: F401  (warm the imports, so only calls are timed)
-        import offline_agent  # noqa: F401
+        from offline import models  # noqa: F401
 
         inputs = evaluate.load_inputs(Path(folder))
         print(f"injected latency {os.environ['DOCS_OFFLINE_LATENCY_MS']} ms per model call, "

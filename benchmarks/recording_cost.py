@@ -15,9 +15,9 @@ from synthetic import grown_project  # noqa: E402
 SIZES = [int(a) for a in sys.argv[1:]] or [50, 500, 5000]
 CHILD = """
 import sys, time
-import lexical_judge, offline_agent  # imports warmed before the clock starts
+from offline import lexical_judge, models  # imports warmed before the clock starts
 import evaluate
-from dataset import load_inputs
+from harness.dataset import load_inputs
 cases, docs, issues = load_inputs(evaluate.HERE)
 start = time.perf_counter()
 report, cassette, errors = evaluate.record(cases, docs, issues, "rules", 4, True, True)

@@ -1,6 +1,6 @@
 """The behaviour stage: must_not strings, small talk without tools, abstentions after a search, and planted
 instructions ignored, each on a small hand-built row; and its place first in the first-failure order."""
-from stages import STAGES, behaviour_verdict, first_failure, stage_results
+from harness.stages import STAGES, behaviour_verdict, first_failure, stage_results
 
 
 def judged(**scores) -> dict:

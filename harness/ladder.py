@@ -16,8 +16,8 @@ from fractions import Fraction
 from functools import cache
 from typing import Callable, Optional
 
-from entries import Inputs, sha
-from stages import retrieval_scores
+from harness.entries import Inputs, sha
+from harness.stages import retrieval_scores
 
 RRF_K = 60
 RECORDED = ("vector", "keyword")
@@ -150,7 +150,7 @@ class Rankers:
     """Live mode: each rung's index built once per run, on first use, shared by every case."""
 
     def __init__(self, inputs: Inputs):
-        from recording import locked_once
+        from harness.recording import locked_once
 
         self.inputs = inputs
         self.vector_index = locked_once(lambda: vector_index(inputs.docs, inputs.embedder))

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any, Optional
 
 from assistant import TOOL_PARAMETERS
-from stats import percentile, rate
+from harness.stats import percentile, rate
 
 THRESHOLD = 0.7
 # Behaviour comes first: a leaked token or an invented answer matters more than which stage led to it.

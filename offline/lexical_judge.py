@@ -46,8 +46,8 @@ import threading
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
 from deepeval.models import DeepEvalBaseLLM  # noqa: E402
 
-from live_calls import injected_latency  # noqa: E402
-from words import (content, coverage, identifiers, is_courtesy, is_refusal, is_small_talk,  # noqa: E402
+from harness.live_calls import injected_latency  # noqa: E402
+from offline.words import (content, coverage, identifiers, is_courtesy, is_refusal, is_small_talk,  # noqa: E402
                    only_refuses, planted_instruction, sentences, urls, words)
 
 NAME = "lexical"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import ladder
-from baseline import check, from_report
+from harness import ladder
+from harness.baseline import check, from_report
 from cassette import ABSENT, Cassette
 from conftest import OFFLINE, OFFLINE_RUN
-from entries import Inputs, agent_entry
+from harness.entries import Inputs, agent_entry
 from evaluate import header
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
 
 

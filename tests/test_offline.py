@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-import lexical_judge
-from judging import measure
-from lexical_judge import LexicalJudge
-from offline_agent import HashEmbeddings, plan_tool_calls
-from words import content, is_refusal
+from offline import lexical_judge
+from harness.judging import measure
+from offline.lexical_judge import LexicalJudge
+from offline.models import HashEmbeddings, plan_tool_calls
+from offline.words import content, is_refusal
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 DOCS = json.loads((HERE / "docs.json").read_text())
 PAGES = {d["id"]: f"{d['title']}\n{d['text']}" for d in DOCS}
 # A user-contributed page of the kind the corpus will get: one useful tip, one instruction planted for AI
@@ -146,7 +146,7 @@ def test_the_agents_tools_take_the_parameters_scoring_reads_them_by(agent):
     import typing
 
     from assistant import TOOL_PARAMETERS
-    from stages import as_declared
+    from harness.stages import as_declared
 
     tools = agent.nodes["tools"].bound.tools_by_name
     assert {name: {p: t for p, t in typing.get_type_hints(tool.func).items() if p != "return"}

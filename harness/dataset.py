@@ -46,8 +46,7 @@ def check(path: Path, model: str, data: Any) -> None:
     """Validate `data` against schemas.`model`; its first error becomes one line naming file, case and field."""
     from pydantic import ValidationError
 
-    import schemas
-
+    from harness import schemas
     try:
         getattr(schemas, model).model_validate(data)
     except ValidationError as e:

@@ -28,10 +28,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-import lexical_judge
-from offline_agent import HashEmbeddings, RulesChatModel
-from ollama_standin import judge_kind, on_loopback
-from words import words
+from offline import lexical_judge
+from offline.models import HashEmbeddings, RulesChatModel
+from standins.ollama import judge_kind, on_loopback
+from offline.words import words
 
 PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
 # Without a schema title (a client may drop it), the one property DeepEval's schema has names the request.

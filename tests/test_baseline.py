@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-import baseline
-import judging
-from baseline import BaselineError, check, from_report
+from harness import baseline
+from harness import judging
+from harness.baseline import BaselineError, check, from_report
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 BASELINE = "baselines/rules+hash+lexical.json"
 # The baseline is saved over every split (--split all), so the run it is held against is the .all report.
 REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.all.json").read_text())
@@ -29,7 +29,7 @@ def with_row(report, case_id, **changes):
 
 
 def resummarize(report):
-    import stages
+    from harness import stages
     for r in report["rows"]:
         r["first_failure"] = stages.first_failure(r)
     report["summary"] = stages.summarize(report["rows"], report["k"])

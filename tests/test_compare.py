@@ -9,11 +9,11 @@ import pytest
 
 import compare
 import evaluate
-import stages
-import stats
+from harness import stages
+from harness import stats
 from conftest import copy_project
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 BUNDLED = HERE / "runs" / "rules+hash+lexical.json"
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 # Everything the archive page says about restoring. Dropping only "Run tracker restore ID ..." is not enough
@@ -267,9 +267,9 @@ def report_of(rows: list[dict]) -> dict:
 
 def test_every_report_prints_5_of_11_as_45_percent_and_8_of_9_from_57_percent():
     """The markdown report, the HTML page, compare.py's text and page, and the baseline gate's message."""
-    import baseline
-    from html_report import html
-    from report import markdown
+    from harness import baseline
+    from harness.html_report import html
+    from harness.report import markdown
 
     for (passed, total), text in (((5, 11), "5/11 = 45% (95% CI 21%-72%)"), ((8, 9), "8/9 = 89% (95% CI 57%-98%)")):
         report = report_of(rows_passing(passed, total))

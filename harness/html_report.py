@@ -10,8 +10,8 @@ import json
 from html import escape
 from typing import Any, Optional
 
-from stages import STAGES, deepeval_disagrees, stage_results
-from stats import rate_text, wilson_interval
+from harness.stages import STAGES, deepeval_disagrees, stage_results
+from harness.stats import rate_text, wilson_interval
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
 # contextual precision is reported, never gating: its cells stay neutral.

@@ -21,12 +21,12 @@ from typing import Iterator, Mapping
 import pytest
 
 import evaluate
-import live_calls
-import ollama_standin
+from harness import live_calls
+from standins import ollama as ollama_standin
 from conftest import quick_standin, recorded_calls
-from ollama_standin import StandIn, serve
+from standins.ollama import StandIn, serve
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 OFFLINE_REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())  # the dev split
 OFFLINE_ALL = json.loads((HERE / "runs" / "rules+hash+lexical.all.json").read_text())  # every case
 MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_JUDGE": "standin-judge"}
@@ -295,8 +295,7 @@ class SlowStream:
 
 @pytest.mark.parametrize("logger", ["recording.Quiet", "live_calls.Progress"])
 def test_lines_logged_by_concurrent_calls_stay_whole(monkeypatch, logger):
-    import recording
-
+    from harness import recording
     stream = SlowStream()
     monkeypatch.setattr(sys, "stderr", stream)
     log = recording.Quiet().log if logger == "recording.Quiet" else live_calls.Progress(1, "run").log

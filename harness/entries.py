@@ -20,7 +20,7 @@ import json
 from typing import Callable, Optional
 
 from assistant import K, PROMPT, TOOL_DESCRIPTIONS
-from judging import READS, judge_context, judged_metrics, stage_of
+from harness.judging import READS, judge_context, judged_metrics, stage_of
 
 
 def sha(value) -> str:
@@ -86,7 +86,7 @@ def verdict_deps(metric: str, judge: dict, fields: dict) -> dict:
 
 def versioned(field: str, name: str) -> dict:
     """{field: hash of its code} for an offline backend, whose code is its model; nothing for other models."""
-    from providers import code_version
+    from harness.providers import code_version
 
     version = code_version(name)
     return {field: version} if version else {}
@@ -120,7 +120,7 @@ def agent_entry(case: dict, variant: str = "") -> str:
 def case_entries(inputs: Inputs, case: dict, trace: dict,
                  variant: str = "") -> dict[str, tuple[Callable, Callable]]:
     """The entries a case needs once its trace exists: name -> (deps_of, compute(judge))."""
-    from judging import measure, tool_scores
+    from harness.judging import measure, tool_scores
 
     cid, context = case["id"] + variant, judge_context(trace)
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(

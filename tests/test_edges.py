@@ -18,13 +18,13 @@ import assistant
 import calibrate
 import cassette
 import evaluate
-import judging
-import stages
+from harness import judging
+from harness import stages
 from conftest import OFFLINE_RUN
-from dataset import ID_RULE
-from report import markdown
+from harness.dataset import ID_RULE
+from harness.report import markdown
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 OUTPUTS = ("recordings", "runs", "baselines")
 JOURNAL = f"recordings/.{OFFLINE_RUN}.partial.jsonl"
 

@@ -7,13 +7,13 @@ import pytest
 
 import assistant
 import evaluate
-import judging
-import ladder
-import live_calls
+from harness import judging
+from harness import ladder
+from harness import live_calls
 from conftest import OFFLINE, OFFLINE_RUN
-from live_calls import CallFailed, Progress, is_transient, with_retries
+from harness.live_calls import CallFailed, Progress, is_transient, with_retries
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 # The bundled report of the default (dev) split, which a live run without --split rewrites.
 BUNDLED = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
 # Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics, and the

@@ -5,7 +5,7 @@ from pathlib import Path
 import calibrate
 from calibrate import gate_failures, gating_metrics, per_metric, row, table, verdict
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 
 
 def case(id, metric, label):
@@ -115,8 +115,7 @@ def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_p
     import signal
 
     import calibrate
-    import judging
-
+    from harness import judging
     real, calls = judging.measure, []
 
     def measure_then_cancel(*args):

@@ -11,9 +11,9 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-import lexical_judge
-from offline_agent import HashEmbeddings, RulesChatModel
-from words import words
+from offline import lexical_judge
+from offline.models import HashEmbeddings, RulesChatModel
+from offline.words import words
 
 # The JSON schema DeepEval sends gives only its title; these titles name one metric's request outright.
 TITLED = {"Truths": "faithfulness", "Claims": "faithfulness", "FaithfulnessScoreReason": "faithfulness",

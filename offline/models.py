@@ -38,8 +38,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from live_calls import injected_latency
-from words import (QUESTION_WORDS, asks, content, is_small_talk, planted_instruction, sentences,
+from harness.live_calls import injected_latency
+from offline.words import (QUESTION_WORDS, asks, content, is_small_talk, planted_instruction, sentences,
                    small_talk_classes, urls, words)
 
 # An issue reference: a word for an issue (singular: one number, or '#'-numbers joined by and / or / commas;

@@ -2,9 +2,9 @@
 failed, tokens and latency. Pure: `markdown(report)` returns text."""
 from typing import Optional
 
-from ladder import markdown_lines as ladder_lines
-from stages import deepeval_disagrees, failure_reason
-from stats import rate_text
+from harness.ladder import markdown_lines as ladder_lines
+from harness.stages import deepeval_disagrees, failure_reason
+from harness.stats import rate_text
 
 
 def fmt(x: Optional[float]) -> str:

@@ -4,9 +4,9 @@ import threading
 from typing import Callable, Optional
 
 from cassette import Cassette
-from entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
-from ladder import Rankers
-from live_calls import CallFailed, Pool, timed, with_retries, write_line
+from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
+from harness.ladder import Rankers
+from harness.live_calls import CallFailed, Pool, timed, with_retries, write_line
 
 
 def locked_once(build: Callable):

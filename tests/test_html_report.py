@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import stages
-from html_report import BAR_W, LABEL_W, html
-from stats import rate, rate_text, wilson_interval
+from harness import stages
+from harness.html_report import BAR_W, LABEL_W, html
+from harness.stats import rate, rate_text, wilson_interval
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 
 

@@ -29,8 +29,8 @@ def file_part(name: str) -> str:
 
 def report_files(folder: Path, report: dict) -> dict[Path, str]:
     """runs/<name>.json, .md and .html of a report; a split other than dev adds its name."""
-    from html_report import html
-    from report import markdown
+    from harness.html_report import html
+    from harness.report import markdown
 
     runs, key = folder / "runs", report["key"]
     name = run_name(key["model"], key["embedder"], key["judge"]) + ("" if report["split"] == "dev" else

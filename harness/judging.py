@@ -6,7 +6,7 @@ import json
 import os
 from typing import Optional
 
-from stages import THRESHOLD
+from harness.stages import THRESHOLD
 
 # calibrate.py: default faithfulness passes a claim the judge calls borderline; strict mode counts it unsupported.
 STRICT_FAITHFULNESS = True
@@ -74,7 +74,7 @@ def measure(metric_name: str, judge, question: str, answer: str, reference: str,
     """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known."""
     from deepeval.test_case import LLMTestCase
 
-    from live_calls import timed
+    from harness.live_calls import timed
 
     metric = make_metric(metric_name, judge)
     usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-import ladder
+from harness import ladder
 from cassette import read_json
 
 TOLERANCE = 0.1
@@ -51,7 +51,7 @@ def load(path: Path) -> dict:
         raise BaselineError(f"{path}: not a baseline (missing {', '.join(missing)})")
     from pydantic import ValidationError
 
-    from schemas import Saved
+    from harness.schemas import Saved
 
     try:
         Saved.model_validate(data)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-import dataset
-from dataset import CACHE, InputError, load_calibration, load_inputs
+from harness import dataset
+from harness.dataset import CACHE, InputError, load_calibration, load_inputs
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 
 
 @pytest.fixture

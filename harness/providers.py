@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
 # An offline backend's code is its model: what it records changes when these files change.
-OFFLINE_SOURCES = {"rules": ("offline_agent.py", "words.py"), "hash": ("offline_agent.py", "words.py"),
-                   "lexical": ("lexical_judge.py", "words.py")}
+OFFLINE_SOURCES = {"rules": ("offline/models.py", "offline/words.py"), "hash": ("offline/models.py", "offline/words.py"),
+                   "lexical": ("offline/lexical_judge.py", "offline/words.py")}
 KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
@@ -69,7 +69,7 @@ def code_version(name: str) -> Optional[str]:
 
     digest = hashlib.sha256()
     for source in OFFLINE_SOURCES[name]:
-        digest.update((Path(__file__).parent / source).read_bytes())
+        digest.update((Path(__file__).parent.parent / source).read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -130,7 +130,7 @@ def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
 
 def unreachable(error: BaseException, timeout_s: float) -> str:
     """Why a request got no HTTP answer, in a few words."""
-    from live_calls import causes
+    from harness.live_calls import causes
 
     for cause in causes(error):
         if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
@@ -192,7 +192,7 @@ def preflight(names: list[str]) -> None:
 def chat_model(name: str):
     """The agent's chat model for a name."""
     if name == OFFLINE["chat"]:
-        from offline_agent import RulesChatModel
+        from offline.models import RulesChatModel
         return RulesChatModel()
     if is_gemini(name):
         return gemini_chat(name)
@@ -203,7 +203,7 @@ def chat_model(name: str):
 def embedder(name: str):
     """The embedding model search_docs indexes the pages with."""
     if name == OFFLINE["embedder"]:
-        from offline_agent import HashEmbeddings
+        from offline.models import HashEmbeddings
         return HashEmbeddings()
     if is_gemini(name):
         return gemini_embedder(name)
@@ -215,7 +215,7 @@ def judge_model(name: str):
     """The DeepEval judge for a name. Temperature 0 where the provider takes one."""
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     if name == OFFLINE["judge"]:
-        from lexical_judge import LexicalJudge
+        from offline.lexical_judge import LexicalJudge
         return LexicalJudge()
     if is_gemini(name):
         return gemini_judge(name)

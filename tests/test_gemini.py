@@ -19,17 +19,17 @@ import httpx
 import pytest
 
 import evaluate
-import gemini_standin
-import live_calls
-import providers
-import run_files
+from standins import gemini as gemini_standin
+from harness import live_calls
+from harness import providers
+from harness import run_files
 from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL
 from conftest import copy_project, quick_standin, recorded_calls
-from gemini_standin import Fault, serve
-from live_calls import CallFailed, is_transient, retry_after, with_retries
-from offline_agent import plan_tool_calls
+from standins.gemini import Fault, serve
+from harness.live_calls import CallFailed, is_transient, retry_after, with_retries
+from offline.models import plan_tool_calls
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 CASES = {c["id"]: c for c in json.loads((HERE / "cases.json").read_text())["cases"]}
 QUESTION = {cid: c["question"] for cid, c in CASES.items()}
 DEFAULTS = {"model": DEFAULT_MODEL, "embedder": DEFAULT_EMBEDDER, "judge": evaluate.DEFAULT_JUDGE}
@@ -418,7 +418,7 @@ def test_an_unusable_answer_is_a_plain_error_after_one_attempt(at_standin, clien
     ({"properties": {"reason": {}}}, "...\nAnswer Relevancy Score:\n1.0\n...", "AnswerRelevancyScoreReason"),
 ])
 def test_the_standin_names_a_schema_by_its_title_else_by_its_properties_and_the_prompt(schema, prompt, title):
-    from gemini_standin import schema_title
+    from standins.gemini import schema_title
 
     assert schema_title(schema, prompt) == title
 

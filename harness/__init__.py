@@ -1,0 +1,1 @@
+"""The harness: reading a project, running its agent, recording, scoring, judging and reporting."""
