@@ -2,8 +2,9 @@
 must pass. Each case is scored REPEATS times; the judge's verdict is 'fail' when every score is below the
 threshold, 'pass' when none is, and 'unstable' otherwise.
 
-`python calibrate.py` replays recordings/calibration+<judge>.json (the judge DOCS_JUDGE names, or the one
-recorded); `--live` judges what is missing or stale. Each judge has its own recording and report.
+`python calibrate.py [--project DIR]` replays the project's recordings/calibration+<judge>.json (the judge
+DOCS_JUDGE names, or the one recorded); `--live` judges what is missing or stale. Each judge has its own
+recording and report. The labelled cases are the file evals.toml names as `calibration`.
 Exit 1 when, for a metric as evaluate.py configures it, agreement with the labels is below AGREEMENT;
 rows for other configurations (default faithfulness) inform and never gate.
 """
@@ -17,16 +18,17 @@ from typing import Callable, Optional
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from harness.dataset import InputError, load_calibration
 from harness.entries import judge_identity, sha, verdict_deps
-from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, judge_name, stale_message
+from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
+from harness.providers import judge_name
 from harness.judging import judged_metrics, stage_of
 from harness.live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
                         with_retries)
-from harness.recording import locked_once
+from harness.live_calls import locked_once
 from harness.report import cases as cases_text
 from harness.run_files import CALIBRATION_PREFIX, file_part, write_if_changed
 from harness.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent  # the default project: the bundled tracker example
 REPEATS = 3
 AGREEMENT = 0.9
 EXPECTED = {"defect": "fail", "good": "pass"}
@@ -39,22 +41,23 @@ def gating_metrics() -> list[str]:
 
 def calibration_key(cases: dict, judge: str) -> dict:
     from harness import providers
+
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "judge": judge,
             "repeats": REPEATS, "offline": providers.is_offline(judge)}
 
 
-def recording_path(judge: str) -> Path:
+def recording_path(folder: Path, judge: str) -> Path:
     """One calibration recording per judge: another judge never replaces it."""
-    return HERE / "recordings" / f"{CALIBRATION_PREFIX}{file_part(judge)}.json"
+    return folder / "recordings" / f"{CALIBRATION_PREFIX}{file_part(judge)}.json"
 
 
-def recorded_judge() -> str:
+def recorded_judge(folder: Path) -> str:
     """The judge to replay: DOCS_JUDGE's, or the only one with a calibration recording."""
     if os.environ.get("DOCS_JUDGE"):
         return os.environ["DOCS_JUDGE"]
-    found = sorted((HERE / "recordings").glob(f"{CALIBRATION_PREFIX}*.json"))
+    found = sorted((folder / "recordings").glob(f"{CALIBRATION_PREFIX}*.json"))
     if len(found) != 1:
-        raise RecordingError(f"{shown(HERE / 'recordings')}: " + (
+        raise RecordingError(f"{shown(folder / 'recordings')}: " + (
             "no calibration recording; record one with --live" if not found else
             f"{len(found)} calibration recordings; choose the judge with DOCS_JUDGE"))
     return read_recording(found[0])["key"]["judge"]
@@ -189,20 +192,29 @@ def main(argv: Optional[list[str]] = None) -> int:
                                             f"{AGREEMENT:.0%} on a gating metric, 2 bad input or stale recording, "
                                             "3 incomplete, 130 interrupted, 143 terminated (SIGTERM); an interrupted "
                                             "run keeps every score it paid for.")
+    parser.add_argument("--project", metavar="DIR", help="the project folder, with its evals.toml (default: this "
+                        "folder, the bundled tracker example)")
     add_live_options(parser, "judge calls")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     printable_stdout()
+    from harness import project as projects
     from harness import providers
+
     tape, terminated = None, SigtermAsInterrupt()
     try:
-        cases = load_calibration(HERE / "calibration-cases.json")
+        project = projects.load(Path(args.project) if args.project else HERE)
+        if project.calibration is None:
+            raise InputError(f"{projects.CONFIG}: calibration: not set: name the labelled cases' file, "
+                             "calibration = \"calibration-cases.json\"")
+        folder = project.folder
+        cases = load_calibration(project.path(project.calibration))
         if args.live:
             judge = judge_name()
             providers.preflight([judge])
         else:
-            judge = recorded_judge()
-        tape = Cassette(recording_path(judge), {"judge": judge}, args.live, rerecord=args.rerecord)
+            judge = recorded_judge(folder)
+        tape = Cassette(recording_path(folder, judge), {"judge": judge}, args.live, rerecord=args.rerecord)
         progress = Progress(len(cases["cases"]) * REPEATS, "calibration", args.quiet or not args.live)
         for note in tape.notes:
             progress.log(note)
@@ -213,7 +225,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             progress.close()
         if tape.live and not result["errors"]:
             tape.save()
-        write_if_changed(HERE / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
+        write_if_changed(folder / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
     except (InputError, RecordingError, providers.ProviderError) as e:
         print(f"calibrate.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -148,10 +148,14 @@ class Cassette:
             except RecordingError as e:
                 self.notes.append(f"ignoring {e}")
             else:
-                if not key_changes(data["key"], self.key):
-                    self.on_disk = data["entries"]
-                    if not self.rerecord:
-                        self.recorded.update(data["entries"])
+                changed = key_changes(data["key"], self.key)
+                if changed:  # another case set or other models (their names map to this file): never replaced
+                    raise RecordingError(f"{shown(self.path)}: holds the recording of " + ", ".join(
+                        f"{f} {data['key'].get(f)!r}" for f in changed) + ", not " + ", ".join(
+                        f"{f} {self.key.get(f)!r}" for f in changed) + "; it is not replaced: move it aside")
+                self.on_disk = data["entries"]
+                if not self.rerecord:
+                    self.recorded.update(data["entries"])
         if journal is not None:
             # What the journal adds to the recording: all of it for an interrupted --rerecord, which does not
             # use the file's entries; else what the file lacks (a run killed after saving holds nothing new).

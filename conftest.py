@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).parent
-COPIED = ("*.py", "harness/*.py", "offline/*.py", "standins/*.py", "*.json", "recordings/*.json", "runs/*", "baselines/*.json")
+COPIED = ("*.py", "harness/*.py", "offline/*.py", "standins/*.py", "*.json", "evals.toml", "recordings/*.json", "runs/*", "baselines/*.json")
 
 
 def copy_project(into: Path) -> Path:
@@ -30,13 +30,29 @@ def pytest_unconfigure(config):
     gc.freeze()
 
 
+def load_project(folder: Path = PROJECT):
+    """The project in `folder` (default: the bundled example) loaded as evaluate.py loads it: a
+    harness.dataset.Loaded with its cases, pages, records and the agent's tools."""
+    from harness import project
+    from harness.dataset import load_inputs
+
+    return load_inputs(project.load(folder))
+
+
+def offline_inputs(folder: Path = PROJECT):
+    """The project's entries.Inputs for the offline backends (rules, hash, lexical)."""
+    from harness.entries import Inputs
+
+    return Inputs(load_project(folder), "rules", "hash", "lexical")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
 
 
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
-OFFLINE_RUN = "rules+hash+lexical"  # the bundled recording's and report's file name
+OFFLINE_RUN = "docs-assistant+rules+hash+lexical"  # the bundled recording's and report's file name
 
 
 @pytest.fixture
@@ -60,6 +76,7 @@ def live_project(project: Path, monkeypatch) -> Path:
     import calibrate
     import evaluate
     from harness import live_calls
+
     monkeypatch.setattr(evaluate, "HERE", project)
     monkeypatch.setattr(calibrate, "HERE", project)
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)

@@ -1,36 +1,36 @@
-"""Evaluate the docs assistant stage by stage (behaviour, tools, retrieval, grounding, answer); name the first failure.
+"""Evaluate an agent stage by stage (behaviour, tools, retrieval, grounding, answer); name the first failure.
 
-`python evaluate.py` replays every recording in recordings/ against the current inputs, offline;
-`python evaluate.py --live` records what is missing or stale with DOCS_MODEL, DOCS_EMBEDDER and DOCS_JUDGE.
-The flow, top to bottom: a case, its trace, the entries it needs, its row, the report.
+`python evaluate.py [--project DIR]` replays the project's recordings against its current inputs, offline;
+`--live` records what is missing or stale with DOCS_MODEL, DOCS_EMBEDDER and DOCS_JUDGE;
+`python evaluate.py init DIR` starts a project. Without --project the project is this folder: the bundled
+tracker example. The flow, top to bottom: the project, a case, its trace, the entries it needs, its row,
+the report.
 """
 import argparse
-import os
 import sys
 import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import ladder
-from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL, K, PROMPT, TOOL_DESCRIPTIONS, build_agent, chat_model_name, \
-    embedder_name
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
-from harness.dataset import InputError, load_inputs
+from harness import ladder
+from harness.dataset import InputError, Loaded, load_inputs
 from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
 from harness.judging import STRICT_FAITHFULNESS, stage_of
 from harness.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
+from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, embedder_name, \
+    judge_name
 from harness.report import cases as cases_text, markdown
 from harness.run_files import header, replay_targets, report_files, run_name, write_if_changed
 from harness.stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
-                    searched_pages, spent, summarize, tool_verdict)
+                            spent, summarize, tool_verdict)
+from harness.trace import Unreadable
 
-HERE = Path(__file__).parent
-# One fixed judge, so scores stay comparable when the assistant's model changes.
-DEFAULT_JUDGE = "gemini-3.8-flash"
+HERE = Path(__file__).parent  # the default project: the bundled tracker example
 EXIT_REGRESSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
 EPILOG = f"""models, named by environment variables:
   DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
-  DOCS_EMBEDDER  the embedder search_docs uses (default {DEFAULT_EMBEDDER})
+  DOCS_EMBEDDER  the embedder the agent and the ladder use (default {DEFAULT_EMBEDDER})
   DOCS_JUDGE     the judge (default {DEFAULT_JUDGE})
   rules, hash and lexical are the offline backends; a gemini name needs
   GOOGLE_API_KEY; any other name is an Ollama model (OLLAMA_HOST)
@@ -46,17 +46,18 @@ exit codes:
   an interrupted or terminated run keeps every entry it paid for"""
 
 
-def judge_name() -> str:
-    return os.environ.get("DOCS_JUDGE") or DEFAULT_JUDGE
-
-
-def recording_key(cases: dict, docs: list[dict], issues: dict, model: str, embedder: str, judge: str) -> dict:
-    """What a report was measured with: the inputs' hashes and the models. Baselines and compare.py read it."""
+def recording_key(inputs: Inputs) -> dict:
+    """What a report was measured with: the agent, the inputs' hashes and the models. Baselines and compare.py
+    read it."""
     from harness import providers
-    return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "docs_sha": sha(docs),
-            "issues_sha": sha(issues), "prompt_sha": sha(PROMPT), "tools_sha": sha(TOOL_DESCRIPTIONS), "k": K,
-            "model": model, "embedder": embedder, "judge": judge, "strict_faithfulness": STRICT_FAITHFULNESS,
-            "offline": all(providers.is_offline(n) for n in (model, embedder, judge))}
+
+    cases, names = inputs.cases, (inputs.model, inputs.embedder, inputs.judge)
+    return {"project": inputs.project.folder.name, "agent": inputs.project.agent,
+            "agent_sha": inputs.common["agent code"], "tools_sha": inputs.common["tools"],
+            "cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "pages_sha": sha(inputs.pages),
+            "records_sha": sha(inputs.records), "k": inputs.k, "rank": inputs.project.rank,
+            "model": inputs.model, "embedder": inputs.embedder, "judge": inputs.judge,
+            "strict_faithfulness": STRICT_FAITHFULNESS, "offline": all(map(providers.is_offline, names))}
 
 
 def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
@@ -77,26 +78,37 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
            "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
            "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", [])}
     if not variant:
-        row["ladder"] = ladder.row_ladder(inputs, case, entry, K)  # the retrieval ladder: needs no trace
+        row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
     trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
-    if trace is None:
-        return {**row, "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "behaviour": None,
+    unscored = {"answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searched": False, "behaviour": None,
                 "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None, "error": error,
                 "first_failure": "error"}
-    found = {name: entry(name, deps_of) for name, (deps_of, _) in
-             case_entries(inputs, case, trace, variant).items()}
+    if trace is None:
+        return {**row, **unscored}
+    try:
+        view = inputs.view(trace)
+        needed = case_entries(inputs, case, trace, variant)
+    except Unreadable as e:  # what the retriever returned cannot be read as pages: say what, never "nothing"
+        return {**row, **unscored, "answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
+                "tool_calls": trace["tool_calls"], "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"),
+                "error": error or f"agent/{case['id']}{variant}: {e}"}
+    found = {name: entry(name, deps_of) for name, (deps_of, _) in needed.items()}
     tools = found.pop(f"tools/{case['id']}{variant}")
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
-                "tool_calls": trace["tool_calls"], "retrieved": trace["retrieved"],
+                "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
-                                                                 case.get("expected_args")),
-                "retrieval": retrieval_scores(searched_pages(trace), case["expected_docs"], K),
+                                                                 case.get("expected_args"), inputs.parameters),
+                "retrieval": retrieval_scores(view["searches"], case["expected_docs"], inputs.k),
                 "judged": {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
-    row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(trace))
+    row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(view))
     row["first_failure"] = first_failure(row)
     if row["first_failure"] == "retrieval" and not variant:
+        if not inputs.counterfactual:
+            row["counterfactual"] = {"for": "retrieval", "available": False,
+                                     "why": "counterfactual not available: the factory takes no given_pages"}
+            return row
         again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
         row["counterfactual"] = counterfactual(again)
         row["also_spent"] = spent(again)
@@ -143,28 +155,26 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
             rows[-1]["also_spent"] = added(*earlier, *map(spent, again))
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
-    key = recording_key(inputs.cases, inputs.docs, inputs.issues, inputs.model, inputs.embedder, inputs.judge)
-    return of_split({"key": key, "rows": rows}, split)
+    return of_split({"key": recording_key(inputs), "rows": rows}, split)
 
 
 def of_split(report: dict, split: str) -> dict:
     """The report of one split from a report of every case."""
-    rows = [r for r in report["rows"] if split == "all" or r["split"] == split]
+    rows, k = [r for r in report["rows"] if split == "all" or r["split"] == split], report["key"]["k"]
     hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
-    return {"key": report["key"], "k": K, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
-            "summary": {**summarize(rows, K), "ladder": ladder.summarize(rows, K)}}
+    return {"key": report["key"], "k": k, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
+            "summary": {**summarize(rows, k), "ladder": ladder.summarize(rows, k, report["key"].get("rank"))}}
 
 
 # ---- the command line ------------------------------------------------------------------------------------
 
-def replay(cases: dict, docs: list[dict], issues: dict, model: Optional[str], split: str = "dev",
-           repeats: Optional[int] = None) -> list[dict]:
+def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
-    reports = []
-    for path in replay_targets(HERE, model):
+    reports, name = [], loaded.cases["name"]
+    for path in replay_targets(loaded.project.folder, name, model):
         names = read_recording(path)["key"]
-        cassette = Cassette(path, header(names["model"], names["embedder"], names["judge"]), live=False)
-        reports.append(evaluate(Inputs(cases, docs, issues, names["model"], names["embedder"], names["judge"]),
+        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False)
+        reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
     return reports
 
@@ -173,30 +183,49 @@ class Interrupted(Exception):
     """Ctrl-C or SIGTERM during a live run; says what was kept."""
 
 
-def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency: int, rerecord: bool,
-           quiet: bool, split: str = "dev", repeats: Optional[int] = None) -> tuple[dict, Cassette, int]:
+def agent_builder(inputs: Inputs, model: str, embedder: str) -> Callable[[Optional[list[dict]]], object]:
+    """Builds the project's agent with the run's models, given_pages None or the counterfactual's pages. The
+    chat model and the embedder are built once, only if the factory names them."""
+    from harness import agent, providers
+    from harness.live_calls import locked_once
+
+    wanted = inputs.loaded.described.wanted
+    chat = locked_once(lambda: providers.chat_model(model, agent.rules_roles(inputs.project, inputs.records)))
+    embeddings = locked_once(lambda: providers.embedder(embedder))
+    pages = locked_once(lambda: agent.documents(inputs.pages))
+
+    def build(given: Optional[list[dict]] = None):
+        values = {"model": chat() if "model" in wanted else None, "records": inputs.records,
+                  "embeddings": embeddings() if "embeddings" in wanted else None,
+                  "pages": pages() if "pages" in wanted else None,
+                  "given_pages": None if given is None else agent.documents(given)}
+        return agent.build(inputs.project, values)
+    return build
+
+
+def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
+           repeats: Optional[int] = None) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
     from harness import providers
     from harness.live_calls import Progress
-    from harness.recording import locked_once
+    from harness.live_calls import locked_once
 
     embedder, judge = embedder_name(), judge_name()
     providers.preflight([model, embedder, judge])
-    name = run_name(model, embedder, judge)
-    cassette = Cassette(HERE / "recordings" / f"{name}.json", header(model, embedder, judge), live=True,
-                        rerecord=rerecord)
-    progress = Progress(len(cases["cases"]), name, quiet)
+    name = run_name(loaded.cases["name"], model, embedder, judge)
+    cassette = Cassette(loaded.project.folder / "recordings" / f"{name}.json",
+                        header(loaded.cases["name"], model, embedder, judge), live=True, rerecord=rerecord)
+    progress = Progress(len(loaded.cases["cases"]), name, quiet)
     for note in cassette.notes:
         progress.log(note)
-    inputs = Inputs(cases, docs, issues, model, embedder, judge)
+    inputs = Inputs(loaded, model, embedder, judge)
+    build = agent_builder(inputs, model, embedder)
     try:
-        every = evaluate(inputs, cassette,
-                         judge=locked_once(lambda: providers.judge_model(judge)),
-                         agent=locked_once(lambda: build_agent(docs, issues, model, embedder)),
-                         concurrency=concurrency, progress=progress, split="all", repeats=repeats,
-                         counterfactual_agent=lambda case: build_agent(docs, issues, model, embedder,
-                                                                       pages=inputs.expected_pages(case)))
+        every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
+                         agent=locked_once(build), concurrency=concurrency, progress=progress, split="all",
+                         repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
+                         if inputs.counterfactual else None)
     except KeyboardInterrupt:
         raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
     finally:
@@ -211,8 +240,15 @@ def record(cases: dict, docs: list[dict], issues: dict, model: str, concurrency:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["init"]:
+        from harness.init import main as init_main
+
+        return init_main(argv[1:])
     parser = argparse.ArgumentParser(description=textwrap.fill(__doc__.splitlines()[0], 79), epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", metavar="DIR", help="the project folder, with its evals.toml (default: this "
+                        "folder, the bundled tracker example); `evaluate.py init DIR` starts one")
     add_live_options(parser, "model calls")
     parser.add_argument("--model", help=f"the model under test (replay: its recordings only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
@@ -229,22 +265,25 @@ def main(argv: Optional[list[str]] = None) -> int:
     printable_stdout()
     from harness import baseline
     from harness import providers
+    from harness import project as projects
+
     terminated = SigtermAsInterrupt()
     try:
-        cases, docs, issues = load_inputs(HERE)
+        loaded = load_inputs(projects.load(Path(args.project) if args.project else HERE))
+        folder = loaded.project.folder
         if args.live:
             model = args.model or chat_model_name()
-            report, _, errors = record(cases, docs, issues, model, args.concurrency, args.rerecord, args.quiet,
-                                       args.split, args.repeats)
+            report, _, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
+                                       args.repeats)
             reports = [report]
         else:
-            reports = replay(cases, docs, issues, args.model, args.split, args.repeats)
+            reports = replay(loaded, args.model, args.split, args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
         for report in reports:
-            for path, text in report_files(HERE, report).items():
+            for path, text in report_files(folder, report).items():
                 write_if_changed(path, text)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
@@ -264,8 +303,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         terminated.restore()
     print("\n\n".join(markdown(r) for r in reports))
     if errors:
-        print(f"\nevaluate.py: incomplete: {cases_text(errors)} errored; their completed calls are kept, run --live "
-              "again to retry the rest" + ("; no baseline written" if args.save_baseline else ""), file=sys.stderr)
+        print(f"\nevaluate.py: incomplete: {cases_text(errors)} errored (each error is in the report's first "
+              "failures); their completed calls are kept, run --live again to retry the rest"
+              + ("; no baseline written" if args.save_baseline else ""), file=sys.stderr)
         return EXIT_INCOMPLETE
     if args.save_baseline:
         print(f"\nbaseline written to {args.save_baseline}")

@@ -19,7 +19,7 @@ from conftest import OFFLINE, OFFLINE_RUN
 from harness.entries import Inputs
 from evaluate import evaluate, header
 from harness.report import markdown
-from harness.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, searched_pages, \
+from harness.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, \
     tool_verdict
 
 HERE = Path(__file__).parent
@@ -34,6 +34,7 @@ def tool_scores(question, calls, expected, judge):
 @pytest.fixture(scope="module")
 def judge():
     from offline.lexical_judge import LexicalJudge
+
     return LexicalJudge()
 
 
@@ -190,6 +191,7 @@ def test_the_report_shows_the_harness_reason_where_deepeval_disagrees(judge):
     assert "`twice` DeepEval 0.50, harness 1.00 (every expected call made: 2 calls to search_docs)." in text
     assert "`once` DeepEval" not in text  # both score 0.5: only the reasons differ, and the harness's is shown
     from harness.html_report import html
+
     page = html(report_of(rows))
     assert "expected 2 calls to search_docs, got 1" in page and "every expected call made: 2 calls to" in page
     assert page.count("ToolCorrectnessMetric disagrees: score 0.50") == 1
@@ -204,6 +206,7 @@ def report_row(cid: str, made: list[dict], expected: list[str], judge) -> dict:
 
 def report_of(rows: list[dict]) -> dict:
     from harness.stages import summarize
+
     return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
             "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
 
@@ -385,14 +388,15 @@ def test_replay_reproduces_the_saved_report():
     cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
     report = evaluate(Inputs(i["cases"], i["docs"], i["issues"], "rules", "hash", "lexical"), cassette,
                       judge=lambda: pytest.fail("a replay needs no judge"))
-    assert report == json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
-    assert markdown(report) + "\n" == (HERE / "runs" / "rules+hash+lexical.md").read_text()
+    assert report == json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
+    assert markdown(report) + "\n" == (HERE / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
     from harness.html_report import html
-    assert html(report) == (HERE / "runs" / "rules+hash+lexical.html").read_text()
+
+    assert html(report) == (HERE / "runs" / "docs-assistant+rules+hash+lexical.html").read_text()
 
 
 def test_report_names_the_first_failure_and_why():
-    report = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
+    report = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     failing = [r for r in report["rows"] if r["first_failure"]]
     text = markdown(report)
     for row in failing:
@@ -657,6 +661,7 @@ def test_another_judge_never_replaces_the_recording_of_this_one(live_project, mo
 
 def test_a_prompt_edit_names_the_prompt_for_every_case(here, monkeypatch, capsys):
     from harness import entries as entries_module
+
     monkeypatch.setitem(entries_module.Inputs.__init__.__globals__, "PROMPT", "Answer in French.")
     assert evaluate_main() == 2
     err = capsys.readouterr().err
@@ -781,6 +786,7 @@ def test_arguments_are_read_as_pydantic_reads_them_without_importing_it(kind):
     from pydantic import TypeAdapter, ValidationError
 
     from harness.stages import as_declared
+
     values = ["212", " 212 ", "212.0", "212.00", "2_12", "2__12", "_212", "1e3", "abc", "", "212.", "+5", "-3",
               "\u0661\u0662", "0x10", "212.5", 212, 212.0, 212.5, None, [], True, False, 3.0, "007"]
     for value in values:

@@ -18,6 +18,7 @@ import sys, time
 from offline import lexical_judge, models  # imports warmed before the clock starts
 import evaluate
 from harness.dataset import load_inputs
+
 cases, docs, issues = load_inputs(evaluate.HERE)
 start = time.perf_counter()
 report, cassette, errors = evaluate.record(cases, docs, issues, "rules", 4, True, True)

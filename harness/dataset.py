@@ -1,18 +1,17 @@
-"""Loading the input files: a malformed case, page, issue or calibration case fails loudly on load.
+"""Loading a project's inputs: a malformed case, page, record or calibration case fails loudly on load.
 
-`load_inputs(folder)` returns the raw JSON of cases.json, docs.json and issues.json (hashed as written)
-after checking them against the models in schemas.py and against each other; any problem raises InputError
-with one line that names the file, the case id where there is one, and the field. Content that already
-passed those models (a stamp in `.cache/validated.json` beside the files) is not given to pydantic again,
-so a replay does not import it; the checks across files always run.
+`load_inputs(project)` returns the cases, pages and records (hashed as written) and the agent's tools after
+checking them against the models in schemas.py, against each other and against the agent's tools; any
+problem raises InputError with one line that names the file, the case id where there is one, and the field.
+Content that already passed those models (a stamp in `.cache/validated.json` in the project) is not given to
+pydantic again, so a replay does not import it; the checks across files always run.
 """
 import hashlib
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
-from assistant import TOOL_PARAMETERS, TOOLS
 from cassette import read_json, write_atomic
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
@@ -23,8 +22,8 @@ class InputError(Exception):
     """An input file that cannot be used as it is."""
 
 
-def read(path: Path) -> Any:
-    return read_json(path, InputError, Path(path).name)
+def read(path: Path, label: Optional[str] = None) -> Any:
+    return read_json(path, InputError, label or Path(path).name)
 
 
 def where(data: Any, loc: tuple) -> str:
@@ -42,11 +41,12 @@ def where(data: Any, loc: tuple) -> str:
     return text or "top level"
 
 
-def check(path: Path, model: str, data: Any) -> None:
+def check(path: Path, model: str, data: Any, label: Optional[str] = None) -> None:
     """Validate `data` against schemas.`model`; its first error becomes one line naming file, case and field."""
     from pydantic import ValidationError
 
     from harness import schemas
+
     try:
         getattr(schemas, model).model_validate(data)
     except ValidationError as e:
@@ -54,16 +54,16 @@ def check(path: Path, model: str, data: Any) -> None:
         # Literal and dict-key locations carry pydantic's own tags; keep only real field names and indexes.
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith(("literal[", "[key]"))))
         message = ID_RULE if error["type"] == "string_pattern_mismatch" and loc[-1:] == ("id",) else error["msg"]
-        raise InputError(f"{path.name}: {where(data, loc)}: {message}") from None
+        raise InputError(f"{label or path.name}: {where(data, loc)}: {message}") from None
 
 
 @cache
 def schema_version() -> str:
-    """What a verdict depends on besides the content: this file and schemas.py, the tool names, pydantic's
-    version. Any change to them invalidates every stamp."""
+    """What a verdict depends on besides the content: this file and schemas.py, pydantic's version. Any
+    change to them invalidates every stamp."""
     from importlib.util import find_spec
 
-    digest = hashlib.sha256(repr(TOOLS).encode())
+    digest = hashlib.sha256()
     for source in (Path(__file__), Path(__file__).with_name("schemas.py")):
         digest.update(source.read_bytes())
     spec = find_spec("pydantic")
@@ -84,16 +84,17 @@ class Validated:
             stamps = {}
         self.stamps = stamps if isinstance(stamps, dict) else {}
 
-    def check(self, path: Path, model: str, data: Any) -> None:
+    def check(self, path: Path, model: str, data: Any, label: Optional[str] = None) -> None:
         """`check`, unless this very content already passed this very model."""
         try:
             stamp = hashlib.sha256(json.dumps([schema_version(), model, data], sort_keys=True).encode()).hexdigest()
         except RecursionError:  # nested near the reader's limit: validated every time, never stamped
             stamp = None
-        if stamp is None or self.stamps.get(path.name) != stamp:
-            check(path, model, data)
+        name = label or path.name
+        if stamp is None or self.stamps.get(name) != stamp:
+            check(path, model, data, label)
             if stamp is not None:
-                self.new[path.name] = stamp
+                self.new[name] = stamp
 
     def save(self) -> None:
         """Keep the new stamps; a cache that cannot be written costs the next run a validation, nothing more."""
@@ -112,53 +113,72 @@ def unique_ids(path: Path, items: list[dict], field: str) -> None:
         seen.add(item["id"])
 
 
-def load_cases(path: Path, page_ids: set[str], validated: Validated) -> dict:
-    cases = read(path)
-    validated.check(path, "CaseSet", cases)
-    unique_ids(path, cases["cases"], "cases")
+DEFAULTS = {"category": "uncategorised", "expected_behavior": "answer", "split": "dev", "expected_docs": [],
+            "expected_tools": [], "expected_args": {}, "must_not": []}
+
+
+def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict[str, Optional[type]]],
+               retrievers: list[str], validated: Validated) -> dict:
+    """The case set, checked against the schema, the pages and the agent's tools (name -> argument types);
+    the optional fields are filled with their defaults."""
+    cases = read(path, label)
+    validated.check(path, "CaseSet", cases, label)
+    cases = {**cases, "cases": [{**DEFAULTS, **case} for case in cases["cases"]]}
+    unique_ids(Path(label), cases["cases"], "cases")
     for i, case in enumerate(cases["cases"]):
-        at = f"{path.name}: cases[{i}] ({case['id']})"
-        stray = [t for t in case.get("expected_args", {}) if t not in case["expected_tools"]]
+        at = f"{label}: cases[{i}] ({case['id']})"
+        unknown = [t for t in case["expected_tools"] if t not in tools]
+        if unknown:
+            raise InputError(f"{at}.expected_tools: the agent has no tool {unknown[0]!r} (its tools: "
+                             f"{', '.join(tools) or 'none'})")
+        stray = [t for t in case["expected_args"] if t not in case["expected_tools"]]
         if stray:
             raise InputError(f"{at}.expected_args: {stray[0]} is not in expected_tools")
-        for tool, args in case.get("expected_args", {}).items():
+        for tool, args in case["expected_args"].items():
             for name, value in args.items():
-                kind = TOOL_PARAMETERS[tool].get(name)
                 field = f"{at}.expected_args.{tool}.{name}"
-                if kind is None:
+                if name not in tools[tool]:
                     raise InputError(f"{field}: {tool} has no parameter {name!r} (it takes "
-                                     f"{', '.join(TOOL_PARAMETERS[tool])})")
-                if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+                                     f"{', '.join(tools[tool]) or 'none'})")
+                kind = tools[tool][name]
+                if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
                     raise InputError(f"{field}: {tool} takes {name} as {kind.__name__}; {value!r} is not one")
         behaviour = case["expected_behavior"]
-        if behaviour == "abstain" and "search_docs" not in case["expected_tools"]:
-            raise InputError(f"{at}.expected_tools: an abstain case must expect search_docs (the agent "
-                             "searches before it says the docs do not answer)")
+        if behaviour == "abstain" and not set(retrievers) & set(case["expected_tools"]):
+            need = (f"expect a retriever ({', '.join(retrievers)})" if retrievers else
+                    "expect a retriever, and evals.toml declares none ([tools.NAME] role = \"retriever\")")
+            raise InputError(f"{at}.expected_tools: an abstain case must {need}: the agent searches before it "
+                             "says the docs do not answer")
         if behaviour == "chitchat" and case["expected_tools"]:
             raise InputError(f"{at}.expected_tools: a chitchat case expects no tool call")
         unknown = [p for p in case["expected_docs"] if p not in page_ids]
         if unknown:
-            raise InputError(f"{at}.expected_docs: unknown page {unknown[0]!r} (docs.json has "
-                             f"{', '.join(sorted(page_ids))})")
+            listed = ", ".join(sorted(page_ids)[:20]) + (", ..." if len(page_ids) > 20 else "")
+            raise InputError(f"{at}.expected_docs: unknown page {unknown[0]!r} (the pages are "
+                             f"{listed or 'none'})")
     return cases
 
 
-def load_inputs(folder: Path) -> tuple[dict, list[dict], dict]:
-    """cases.json, docs.json and issues.json from `folder`, validated."""
-    folder = Path(folder)
-    validated = Validated(folder)
-    docs = read(folder / "docs.json")
-    validated.check(folder / "docs.json", "Docs", {"docs": docs})
-    unique_ids(folder / "docs.json", docs, "docs")
-    for i, doc in enumerate(docs):
-        stray = [p for p in doc.get("planted", []) if p not in doc["text"]]
-        if stray:
-            raise InputError(f"docs.json: docs[{i}] ({doc['id']}).planted: not in the page's text: {stray[0][:60]!r}")
-    issues = read(folder / "issues.json")
-    validated.check(folder / "issues.json", "Issues", {"issues": issues})
-    cases = load_cases(folder / "cases.json", {d["id"] for d in docs}, validated)
+class Loaded:
+    """A project's inputs, loaded and checked: cases, pages, records by lookup tool, and the agent's tools."""
+
+    def __init__(self, project, cases: dict, pages: list[dict], records: dict[str, dict], described):
+        self.project, self.cases, self.pages, self.records, self.described = project, cases, pages, records, described
+
+
+def load_inputs(project) -> Loaded:
+    """The project's cases, pages and records, validated, and its agent's tools (harness.agent.describe)."""
+    from harness import agent
+    from harness.project import read_pages, read_records
+
+    validated = Validated(project.folder)
+    pages = read_pages(project, validated)
+    records = read_records(project)
+    described = agent.describe(project, pages, records)
+    cases = load_cases(project.path(project.cases), project.cases, {p["id"] for p in pages},
+                       described.parameters(), project.retrievers(), validated)
     validated.save()
-    return cases, docs, issues
+    return Loaded(project, cases, pages, records, described)
 
 
 def load_calibration(path: Path) -> dict:
@@ -168,4 +188,3 @@ def load_calibration(path: Path) -> dict:
     unique_ids(path, cases["cases"], "cases")
     validated.save()
     return cases
-

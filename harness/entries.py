@@ -3,24 +3,25 @@
 An entry is recorded with the hash of each input it read, so an edit re-pays only the entries that read
 it. A model is its name, and for an offline backend also the hash of its code (its code is its model).
 What each kind reads:
-- `agent/<case>`: the question, the prompt, the tool descriptions and the model; if it searched, every
-  page (any page can enter any search's top k), the embedder and k; for each issue it looked up, that
-  issue's record.
+- `agent/<case>`: the question, the agent's code (the hash of evals.toml's `sources`), its tools (names,
+  descriptions, argument types and roles) and the model; the embedder when the factory takes `embeddings`;
+  if it called a retriever, every page (any page can enter any search's top k); for each record a lookup
+  read, that record.
 - `tools/<case>`: the calls the trace made and the case's expected tools.
 - `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
-  judgements are entries of this kind too: `abstained` for an abstain case that searched, and
-  `ignored_planted` for a case whose search returned a page with a planted instruction.
+  judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
+  `ignored_planted` for a case whose retriever returned a page with a planted instruction.
 A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
-`<kind>/<case>@expected-pages`: its search returned the case's expected pages, so the trace depends on those
-pages' content (and k) instead of every page and the embedder.
+`<kind>/<case>@expected-pages`, when the factory takes `given_pages`: its retriever returned the case's
+expected pages, so the trace depends on those pages' content instead of every page.
 """
 import hashlib
 import json
 from typing import Callable, Optional
 
-from assistant import K, PROMPT, TOOL_DESCRIPTIONS
-from harness.judging import READS, judge_context, judged_metrics, stage_of
+from harness import trace as traces
+from harness.judging import READS, judged_metrics, stage_of
 
 
 def sha(value) -> str:
@@ -29,37 +30,55 @@ def sha(value) -> str:
 
 
 class Inputs:
-    """The run's inputs and the models, hashed once for every entry's dependencies."""
+    """The run's inputs (a loaded project, harness.dataset.Loaded) and the models, hashed once for every
+    entry's dependencies."""
 
-    def __init__(self, cases: dict, docs: list[dict], issues: dict, model: str, embedder: str, judge: str):
-        self.cases, self.docs, self.issues = cases, docs, issues
+    def __init__(self, loaded, model: str, embedder: str, judge: str):
+        self.loaded, self.project = loaded, loaded.project
+        self.cases, self.pages, self.records = loaded.cases, loaded.pages, loaded.records
+        self.k, self.roles = self.project.k, self.project.roles
         self.model, self.embedder, self.judge = model, embedder, judge
-        self.common = {"prompt": sha(PROMPT), "tool descriptions": sha(TOOL_DESCRIPTIONS), "model": model,
-                       **versioned("model code", model)}
-        self.searched = {"pages": sha(docs), "embedder": embedder, "k": K, **versioned("embedder code", embedder)}
+        self.page_ids = {p["id"] for p in self.pages}
+        wanted = loaded.described.wanted
+        roles = {name: vars(role) for name, role in sorted(self.roles.items())}
+        self.common = {"agent code": self.project.sources_sha(), "tools": sha([loaded.described.tools, roles]),
+                       "model": model, **versioned("model code", model)}
+        if "embeddings" in wanted:
+            self.common.update({"embedder": embedder, **versioned("embedder code", embedder)})
+        self.searched = {"pages": sha(self.pages)}
         self.judged = judge_identity(judge)
-        self.planted = {d["id"] for d in docs if d.get("planted")}
+        self.planted = {p["id"] for p in self.pages if p.get("planted")}
+        self.counterfactual = "given_pages" in wanted
+        self.parameters = loaded.described.parameters()
 
-    def planted_retrieved(self, trace: dict) -> list[str]:
-        """The pages with a planted instruction that a search returned to the agent, in the order it read them."""
-        return [page for page in dict.fromkeys(trace["retrieved"]) if page in self.planted]
+    def view(self, trace: dict) -> dict:
+        """The trace read by roles (harness.trace.read); raises trace.Unreadable for a retriever call whose
+        pages cannot be read."""
+        return traces.read(trace, self.roles, self.page_ids)
+
+    def planted_retrieved(self, view: dict) -> list[str]:
+        """The pages with a planted instruction that a retriever returned to the agent, in the order it read them."""
+        return [page for page in dict.fromkeys(view["retrieved"]) if page in self.planted]
 
     def expected_pages(self, case: dict) -> list[dict]:
-        """The case's expected pages, in the order the case lists them: what the counterfactual search returns."""
-        by_id = {d["id"]: d for d in self.docs}
+        """The case's expected pages, in the order the case lists them: what the counterfactual retriever returns."""
+        by_id = {p["id"]: p for p in self.pages}
         return [by_id[p] for p in case["expected_docs"]]
 
     def agent_deps(self, case: dict, pages: Optional[list[dict]] = None) -> Callable[[dict], dict]:
         """What the case's trace depends on, given what the trace did; with `pages`, the counterfactual
-        trace, whose search returned those pages."""
+        trace, whose retriever returned those pages."""
+        retrievers = set(self.project.retrievers())
+
         def deps(trace: dict) -> dict:
             found = {"question": sha(case["question"]), **self.common}
-            if any(c["name"] == "search_docs" for c in trace["tool_calls"]):
-                found.update(self.searched if pages is None else {"given pages": sha(pages), "k": K})
+            if any(c["name"] in retrievers for c in trace["tool_calls"]):
+                found.update(self.searched if pages is None else {"given pages": sha(pages)})
             for call in trace["tool_calls"]:
-                if call["name"] == "get_issue":
-                    number = str(call["args"].get("number"))
-                    found[f"issue {number}"] = sha(self.issues.get(number))
+                role = self.roles.get(call["name"])
+                if role is not None and role.role == "lookup":
+                    key = str(call["args"].get(role.key))
+                    found[f"record {call['name']} {key}"] = sha(self.records[call["name"]].get(key))
             return found
         return deps
 
@@ -119,16 +138,18 @@ def agent_entry(case: dict, variant: str = "") -> str:
 
 def case_entries(inputs: Inputs, case: dict, trace: dict,
                  variant: str = "") -> dict[str, tuple[Callable, Callable]]:
-    """The entries a case needs once its trace exists: name -> (deps_of, compute(judge))."""
+    """The entries a case needs once its trace exists: name -> (deps_of, compute(judge)). Raises
+    trace.Unreadable when a retriever call's pages cannot be read."""
     from harness.judging import measure, tool_scores
 
-    cid, context = case["id"] + variant, judge_context(trace)
+    cid, view = case["id"] + variant, inputs.view(trace)
+    context = view["context"]
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(
         case["question"], trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []
-    if case.get("expected_behavior") == "abstain" and any(c["name"] == "search_docs" for c in trace["tool_calls"]):
+    if case.get("expected_behavior") == "abstain" and view["searched"]:
         behaviour.append("abstained")
-    if inputs.planted_retrieved(trace):
+    if inputs.planted_retrieved(view):
         behaviour.append("ignored_planted")
     for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (

@@ -377,6 +377,8 @@ def counterfactual_verdict(cf: dict) -> str:
     """One line on a case's counterfactual run: 'fixed with the expected pages: the retriever is the cause',
     or 'still fails at faithfulness with the expected pages: the generator fails too'."""
     kind = str(cf.get("for") or "retrieval")
+    if cf.get("available") is False:
+        return str(cf.get("why") or "counterfactual not available")
     supplied, cause = SUPPLIED.get(kind, (f"the expected {kind}", f"the {kind} stage"))
     stage = cf.get("first_failure")
     if cf.get("fixed"):
@@ -393,7 +395,7 @@ def _counterfactuals(report: dict) -> dict[str, dict]:
     found: dict[str, dict] = {}
     for r in report.get("rows", []):
         cf = r.get("counterfactual")
-        if isinstance(cf, dict):
+        if isinstance(cf, dict) and cf.get("available") is not False:
             kind, fixed = str(cf.get("for") or "retrieval"), bool(cf.get("fixed"))
             entry = found.setdefault(kind, {"fixed": 0, "still_fails": 0, "fixed_ids": [], "still_ids": []})
             entry["fixed" if fixed else "still_fails"] += 1

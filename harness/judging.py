@@ -2,7 +2,6 @@
 
 DeepEval is imported only inside the functions a live call runs, so a replay stays light.
 """
-import json
 import os
 from typing import Optional
 
@@ -104,17 +103,6 @@ def tool_scores(question: str, calls: list[dict], expected: list[str], judge) ->
                                                              for c in calls],
                                expected_tools=[ToolCall(name=name) for name in expected]), _show_indicator=False)
     return {"score": metric.score, "reason": metric.reason}
-
-
-def judge_context(trace: dict) -> list[str]:
-    """What the agent read, in the order it read it: each retrieved page and each issue record."""
-    context = []
-    for output in trace["tool_outputs"]:
-        if output["tool"] == "search_docs":
-            context += [page["text"] for page in json.loads(output["content"])]
-        else:
-            context.append(output["content"])
-    return context
 
 
 def judged_metrics(context: list[str]) -> list[str]:

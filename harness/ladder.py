@@ -1,10 +1,14 @@
 """The retrieval ladder: every retrieval component earns its place with a number.
 
 For every case with expected pages, the case's question alone ranks every page on three rungs:
-- vector: the configured embedder through the index search_docs searches (assistant.index_pages);
-- keyword: BM25 from bm25s over the same page text (title, newline, text), Lucene scoring with k1 1.5 and
-  b 0.75, tokenised by bm25s.tokenize: lower-cased, runs of two or more word characters, bm25s's English
-  stopwords dropped, no stemmer; pages with equal scores keep their order in docs.json;
+- vector: the project's own retriever when evals.toml names a ranking function (`rank = "module:function"`,
+  called with the question and the parameters it names of the factory's: its ranked page ids); otherwise a
+  reference index over the pages (the configured embedder in an InMemoryVectorStore of each page's indexed
+  text), which is not the agent's retriever and is titled so;
+- keyword: BM25 from bm25s over each page's indexed text (its title, a newline, its text; the text alone
+  when it starts with its title), Lucene scoring with k1 1.5 and b 0.75, tokenised by bm25s.tokenize:
+  lower-cased, runs of two or more word characters, bm25s's English stopwords dropped, no stemmer; pages
+  with equal scores keep their order in the pages;
 - hybrid: both fused by reciprocal rank fusion with RRF_K = 60, the constant of Cormack, Clarke and
   Buettcher (SIGIR 2009), which damps the weight of the very top ranks so neither ranking dominates.
 
@@ -16,7 +20,8 @@ from fractions import Fraction
 from functools import cache
 from typing import Callable, Optional
 
-from harness.entries import Inputs, sha
+from harness.entries import Inputs, sha, versioned
+from harness.live_calls import locked_once
 from harness.stages import retrieval_scores
 
 RRF_K = 60
@@ -58,20 +63,21 @@ def case_ladder(rankings: dict[str, Optional[list[str]]], expected: list[str], k
     return {rung: {"ranking": ranking, **rung_scores(ranking, expected, k)} for rung, ranking in ranked.items()}
 
 
-def summarize(rows: list[dict], k: int) -> Optional[dict]:
-    """hit@k, recall@k and MRR of every rung over the rows that have a ladder; None when none has."""
+def summarize(rows: list[dict], k: int, rank: Optional[str] = None) -> Optional[dict]:
+    """hit@k, recall@k and MRR of every rung over the rows that have a ladder; None when none has. `rank` is
+    the project's ranking function, when the vector rung is its retriever."""
     ladders = [r["ladder"] for r in rows if r.get("ladder")]
     if not ladders:
         return None
     n = len(ladders)
     mean = lambda field, rung: round(sum(lad[rung][field] for lad in ladders) / n, 3)  # noqa: E731
-    return {"cases": n, "k": k, "rrf_k": RRF_K,
+    return {"cases": n, "k": k, "rrf_k": RRF_K, "retriever": rank,
             "rungs": {rung: {"hits": sum(lad[rung]["hit"] for lad in ladders), f"recall_at_{k}": mean("recall", rung),
                              "mrr": mean("reciprocal_rank", rung)} for rung in RUNGS}}
 
 
 def meaning(ladder: dict) -> str:
-    """One sentence on what the measured ladder says, read against the vector rung, which the agent searches with."""
+    """One sentence on what the measured ladder says, read against the vector rung."""
     k, rungs = ladder["k"], ladder["rungs"]
     order = lambda rung: (rungs[rung][f"recall_at_{k}"], rungs[rung]["mrr"])  # noqa: E731
     best = [rung for rung in RUNGS if order(rung) == max(map(order, RUNGS))]
@@ -81,19 +87,24 @@ def meaning(ladder: dict) -> str:
         fusion = "hybrid only ties vector, so BM25 buys nothing beside this embedder"
     else:
         fusion = "hybrid falls below vector, so fusing BM25 in would cost this embedder pages"
+    searches = ("the agent searches with the vector rung alone" if ladder.get("retriever") else
+                "the vector rung is a reference index over the pages, not the agent's retriever")
     return (f"What it means: {' and '.join(best)} {'ranks' if len(best) == 1 else 'tie as'} best (recall@{k}, "
-            f"then MRR); the agent searches with the vector rung alone, and {fusion}.")
+            f"then MRR); {searches}, and {fusion}.")
 
 
 def markdown_lines(ladder: Optional[dict], embedder: str) -> list[str]:
     """The report's ladder table and its sentence; nothing when no case has a ladder."""
     if not ladder:
         return []
-    k, n = ladder["k"], ladder["cases"]
-    names = {"vector": f"vector ({embedder})", "keyword": "keyword (BM25)",
-             "hybrid": f"hybrid (RRF, k={ladder['rrf_k']})"}
-    lines = [f"\nRetrieval ladder ({n} cases with expected pages; each rung ranks every page for the question "
-             f"alone, MRR over the whole ranking):\n", f"| rung | hit@{k} | recall@{k} | MRR |", "|---|---|---|---|"]
+    k, n, retriever = ladder["k"], ladder["cases"], ladder.get("retriever")
+    vector = f"vector: the agent's retriever ({retriever})" if retriever else f"vector: reference index ({embedder})"
+    names = {"vector": vector, "keyword": "keyword (BM25)", "hybrid": f"hybrid (RRF, k={ladder['rrf_k']})"}
+    title = ("Retrieval ladder" if retriever else
+             "Reference retrieval ladder (a reference index over the pages, not the agent's retriever; name the "
+             "retriever's ranking with `rank` in evals.toml to measure it)")
+    lines = [f"\n{title} ({n} cases with expected pages; each rung ranks every page for the question alone, MRR "
+             f"over the whole ranking):\n", f"| rung | hit@{k} | recall@{k} | MRR |", "|---|---|---|---|"]
     lines += [f"| {names[rung]} | {r['hits']}/{n} | {r[f'recall_at_{k}']:.3f} | {r['mrr']:.3f} |"
               for rung, r in ladder["rungs"].items()]
     return lines + ["\n" + meaning(ladder)]
@@ -130,14 +141,25 @@ def keyword_ranker() -> str:
 
 
 def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict]]:
-    """rung -> what its ranking depends on: the question and every page; for vector also the embedder and
-    its code, for keyword the library and its settings. Nothing is recorded for a case that expects no page."""
+    """rung -> what its ranking depends on: the question and every page; for vector also the project's rank
+    function and the agent's code (or the reference index) and the embedder where it is used, for keyword
+    the library and its settings. Nothing is recorded for a case that expects no page."""
     if not case["expected_docs"]:
         return {}
     read = {"question": sha(case["question"]), "pages": inputs.searched["pages"]}
-    vector = {**read, **{f: v for f, v in inputs.searched.items() if f.startswith("embedder")}}
+    embedder = {"embedder": inputs.embedder, **versioned("embedder code", inputs.embedder)}
+    if inputs.project.rank:
+        vector = {**read, "rank": inputs.project.rank, "agent code": inputs.common["agent code"],
+                  **(embedder if "embeddings" in rank_wanted(inputs) else {})}
+    else:
+        vector = {**read, "reference index": "InMemoryVectorStore", **embedder}
     keyword = {**read, "keyword ranker": keyword_ranker()}
     return {"vector": lambda value: vector, "keyword": lambda value: keyword}
+
+
+def rank_wanted(inputs: Inputs) -> list[str]:
+    """The factory parameters the project's rank function names (read once, with the agent's tools)."""
+    return inputs.loaded.described.rank_wanted
 
 
 def row_ladder(inputs: Inputs, case: dict, entry: Callable[[str, Callable], Optional[list]], k: int) -> Optional[dict]:
@@ -150,28 +172,64 @@ class Rankers:
     """Live mode: each rung's index built once per run, on first use, shared by every case."""
 
     def __init__(self, inputs: Inputs):
-        from harness.recording import locked_once
-
         self.inputs = inputs
-        self.vector_index = locked_once(lambda: vector_index(inputs.docs, inputs.embedder))
-        self.keyword_index = locked_once(lambda: keyword_index(inputs.docs))
+        self.vector_index = locked_once(lambda: vector_index(inputs.pages, inputs.embedder))
+        self.keyword_index = locked_once(lambda: keyword_index(inputs.pages))
+        self.ranker = locked_once(lambda: project_ranker(inputs))
 
     def entries(self, case: dict) -> dict[str, tuple[Callable, Callable[[], list]]]:
         """name -> (deps_of, compute) of the case's recorded rankings."""
-        compute = {"vector": lambda: vector_ranking(self.vector_index(), len(self.inputs.docs), case["question"]),
-                   "keyword": lambda: keyword_ranking(self.keyword_index(), self.inputs.docs, case["question"])}
+        question = case["question"]
+        vector = ((lambda: self.ranker()(question)) if self.inputs.project.rank else
+                  (lambda: vector_ranking(self.vector_index(), len(self.inputs.pages), question)))
+        compute = {"vector": vector, "keyword": lambda: keyword_ranking(self.keyword_index(), self.inputs.pages, question)}
         return {entry_name(case, rung): (deps, compute[rung])
                 for rung, deps in recorded_deps(self.inputs, case).items()}
 
 
-def vector_index(docs: list[dict], embedder: str):
-    from assistant import index_pages
+def project_ranker(inputs: Inputs) -> Callable[[str], list[str]]:
+    """The project's rank function with the parameters it names: question -> ranked page ids, checked."""
+    from harness import agent, providers
 
-    return index_pages(docs, embedder)
+    function = agent.import_function(inputs.project, inputs.project.rank, "rank")
+    values = {"pages": agent.documents(inputs.pages), "records": inputs.records}
+    if "embeddings" in rank_wanted(inputs):
+        values["embeddings"] = providers.embedder(inputs.embedder)
+    given = {name: values.get(name) for name in rank_wanted(inputs)}
+
+    def ranked(question: str) -> list[str]:
+        ranking = function(question, **given)
+        if not isinstance(ranking, (list, tuple)) or not all(isinstance(p, str) for p in ranking):
+            raise ValueError(f"{inputs.project.rank} returned {type(ranking).__name__}, not a list of page ids")
+        unknown = [p for p in ranking if p not in inputs.page_ids]
+        if unknown:
+            raise ValueError(f"{inputs.project.rank} ranked page {unknown[0]!r}, which is not in the pages")
+        return list(ranking)
+    return ranked
+
+
+def indexed_text(page: dict) -> str:
+    """What the reference indexes read of a page: its title, a newline, its text (the text alone when it
+    already starts with its title, as a markdown page's heading does)."""
+    title, text = page.get("title"), page["text"]
+    if not title or title in text.strip().split("\n", 1)[0]:
+        return text
+    return f"{title}\n{text}"
+
+
+def vector_index(pages: list[dict], embedder: str):
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from harness import providers
+
+    store = InMemoryVectorStore(providers.embedder(embedder))
+    store.add_documents([Document(page_content=indexed_text(p), id=p["id"]) for p in pages])
+    return store
 
 
 def vector_ranking(store, pages: int, question: str) -> list[str]:
-    """Every page id, closest first, as search_docs ranks them (its top k is this ranking's first k)."""
+    """Every page id, closest first."""
     return [d.id for d in store.similarity_search(question, k=pages)]
 
 
@@ -181,18 +239,16 @@ def tokens(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, **TOKENS, return_ids=False, show_progress=False)
 
 
-def keyword_index(docs: list[dict]):
+def keyword_index(pages: list[dict]):
     import bm25s
 
-    from assistant import page_content
-
     retriever = bm25s.BM25(**BM25)
-    retriever.index(tokens([page_content(d) for d in docs]), show_progress=False)
+    retriever.index(tokens([indexed_text(p) for p in pages]), show_progress=False)
     return retriever
 
 
-def keyword_ranking(retriever, docs: list[dict], question: str) -> list[str]:
+def keyword_ranking(retriever, pages: list[dict], question: str) -> list[str]:
     """Every page id by BM25 score, best first; equal scores (a query of stopwords only: all 0) in page order."""
     query = tokens([question])[0]
-    scores = [float(s) for s in retriever.get_scores(query)] if query else [0.0] * len(docs)
-    return [docs[i]["id"] for i in sorted(range(len(docs)), key=lambda i: -scores[i])]
+    scores = [float(s) for s in retriever.get_scores(query)] if query else [0.0] * len(pages)
+    return [pages[i]["id"] for i in sorted(range(len(pages)), key=lambda i: -scores[i])]

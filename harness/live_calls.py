@@ -186,6 +186,18 @@ def injected_latency() -> None:
         time.sleep(float(ms) / 1000)
 
 
+def locked_once(build: Callable):
+    """A factory that builds its model once, even when several threads ask at the same time."""
+    lock, built = threading.Lock(), []
+
+    def get():
+        with lock:
+            if not built:
+                built.append(build())
+            return built[0]
+    return get
+
+
 class Pool:
     """A bounded pool whose tasks may add tasks; `run()` returns when all are done.
 

@@ -20,6 +20,9 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
+# The models a live run uses unless DOCS_MODEL, DOCS_EMBEDDER and DOCS_JUDGE say otherwise. One fixed judge,
+# so scores stay comparable when the agent's model changes.
+DEFAULT_MODEL, DEFAULT_EMBEDDER, DEFAULT_JUDGE = "gemini-3.8-flash", "gemini-embedding-2", "gemini-3.8-flash"
 # An offline backend's code is its model: what it records changes when these files change.
 OFFLINE_SOURCES = {"rules": ("offline/models.py", "offline/words.py"), "hash": ("offline/models.py", "offline/words.py"),
                    "lexical": ("offline/lexical_judge.py", "offline/words.py")}
@@ -52,6 +55,18 @@ class EmptyResponse(UnusableAnswer):
 
 class InvalidJudgeAnswer(UnusableAnswer):
     """The judge's answer is not valid JSON for the schema DeepEval asked for."""
+
+
+def chat_model_name() -> str:
+    return os.environ.get("DOCS_MODEL") or DEFAULT_MODEL
+
+
+def embedder_name() -> str:
+    return os.environ.get("DOCS_EMBEDDER") or DEFAULT_EMBEDDER
+
+
+def judge_name() -> str:
+    return os.environ.get("DOCS_JUDGE") or DEFAULT_JUDGE
 
 
 def is_gemini(name: str) -> bool:
@@ -189,11 +204,13 @@ def preflight(names: list[str]) -> None:
                 raise ProviderError(f"Ollama server at {url} has no model {name!r}: run `ollama pull {name}`")
 
 
-def chat_model(name: str):
-    """The agent's chat model for a name."""
+def chat_model(name: str, roles: Optional[dict] = None):
+    """The agent's chat model for a name. The offline `rules` model is told each tool's role (harness.agent.
+    rules_roles), since it chooses tools by role; other models read only the tools' names and descriptions."""
     if name == OFFLINE["chat"]:
         from offline.models import RulesChatModel
-        return RulesChatModel()
+
+        return RulesChatModel(roles=roles or {})
     if is_gemini(name):
         return gemini_chat(name)
     from langchain_ollama import ChatOllama
@@ -201,9 +218,10 @@ def chat_model(name: str):
 
 
 def embedder(name: str):
-    """The embedding model search_docs indexes the pages with."""
+    """The embedding model for a name: what the agent's retriever and the ladder's reference index embed with."""
     if name == OFFLINE["embedder"]:
         from offline.models import HashEmbeddings
+
         return HashEmbeddings()
     if is_gemini(name):
         return gemini_embedder(name)
@@ -216,6 +234,7 @@ def judge_model(name: str):
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     if name == OFFLINE["judge"]:
         from offline.lexical_judge import LexicalJudge
+
         return LexicalJudge()
     if is_gemini(name):
         return gemini_judge(name)

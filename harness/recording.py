@@ -7,18 +7,7 @@ from cassette import Cassette
 from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from harness.ladder import Rankers
 from harness.live_calls import CallFailed, Pool, timed, with_retries, write_line
-
-
-def locked_once(build: Callable):
-    """A factory that builds its model once, even when several threads ask at the same time."""
-    lock, built = threading.Lock(), []
-
-    def get():
-        with lock:
-            if not built:
-                built.append(build())
-            return built[0]
-    return get
+from harness.trace import Unreadable
 
 
 class Quiet:
@@ -36,7 +25,7 @@ class Quiet:
 
 def run_agent(agent, question: str) -> dict:
     """One agent run's trace, with its time."""
-    from assistant import run
+    from harness.capture import run
 
     trace, took = timed(lambda: run(agent, question))
     return {**trace, "agent_s": took}
@@ -88,7 +77,11 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
         trace, error = record(agent_entry(case, variant), deps, lambda: run_agent(build(), case["question"]))
         if trace is None:
             return finish(case, error)  # a failed counterfactual run is the case's error, as any failed call
-        needed = case_entries(inputs, case, trace, variant)
+        try:
+            needed = case_entries(inputs, case, trace, variant)
+        except Unreadable as e:  # the trace is kept; its row says what could not be read
+            progress.log(f"error: {agent_entry(case, variant)}: {e}")
+            return finish(case, f"{agent_entry(case, variant)}: {e}")
         with lock:
             left[case["id"]] += len(needed)
         for name, (deps_of, compute) in needed.items():

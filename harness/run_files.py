@@ -1,5 +1,5 @@
-"""A run's files: recordings and reports named by model, embedder and judge, which recordings a replay
-reads, and reports written only when their text changed."""
+"""A run's files: recordings and reports named by the case set, model, embedder and judge, which recordings
+a replay reads, and reports written only when their text changed."""
 import json
 import os
 from pathlib import Path
@@ -11,15 +11,15 @@ CALIBRATION_PREFIX = "calibration+"
 MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
 
 
-def header(model: str, embedder: str, judge: str) -> dict:
-    """A recording file's own key: the three models, which its name carries too."""
-    return {"model": model, "embedder": embedder, "judge": judge}
+def header(cases: str, model: str, embedder: str, judge: str) -> dict:
+    """A recording file's own key: the case set's name and the three models, which its name carries too."""
+    return {"cases": cases, "model": model, "embedder": embedder, "judge": judge}
 
 
-def run_name(model: str, embedder: str, judge: str) -> str:
-    """One recording and one report per model, embedder and judge: recordings/<name>.json, runs/<name>.*
-    A run with another embedder or judge gets its own files and never replaces these."""
-    return "+".join(file_part(n) for n in (model, embedder, judge))
+def run_name(cases: str, model: str, embedder: str, judge: str) -> str:
+    """One recording and one report per case set, model, embedder and judge: recordings/<name>.json,
+    runs/<name>.* A run of another case set or with another model gets its own files and never replaces these."""
+    return "+".join(file_part(n) for n in (cases, model, embedder, judge))
 
 
 def file_part(name: str) -> str:
@@ -33,8 +33,8 @@ def report_files(folder: Path, report: dict) -> dict[Path, str]:
     from harness.report import markdown
 
     runs, key = folder / "runs", report["key"]
-    name = run_name(key["model"], key["embedder"], key["judge"]) + ("" if report["split"] == "dev" else
-                                                                     f".{report['split']}")
+    name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"]) + (
+        "" if report["split"] == "dev" else f".{report['split']}")
     return {runs / f"{name}.json": json_text(report), runs / f"{name}.md": markdown(report) + "\n",
             runs / f"{name}.html": html(report)}
 
@@ -53,9 +53,10 @@ def write_if_changed(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def replay_targets(folder: Path, model: Optional[str]) -> list[Path]:
-    """The recordings to replay: those of the models named by --model and the DOCS_* variables, or all."""
-    wanted = {field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}
+def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]:
+    """The recordings of the case set `cases` to replay: those of the models named by --model and the DOCS_*
+    variables, or all."""
+    wanted = {"cases": cases, **{field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}}
     wanted["model"] = model or wanted["model"]
     folder = folder / "recordings"
     paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith(CALIBRATION_PREFIX))
@@ -65,6 +66,6 @@ def replay_targets(folder: Path, model: Optional[str]) -> list[Path]:
         if all(value is None or names.get(field) == value for field, value in wanted.items()):
             chosen.append(path)
     if not chosen:
-        asked = ", ".join(f"{f} {v}" for f, v in wanted.items() if v) or "any model"
+        asked = ", ".join(f"{f} {v}" for f, v in wanted.items() if v)
         raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
     return chosen

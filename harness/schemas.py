@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
-from assistant import TOOLS
-
 NonEmpty = Field(min_length=1)
 # Ids go into markdown tables, HTML and entry names, so nothing in them may break those.
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")]
+# A page id may also be a path (a markdown page's id is its path in the project): no '|', '`' or line break.
+PageId = Annotated[str, StringConstraints(pattern=r"^[^|`\s](?:[^|`\r\n\t]*[^|`\s])?$")]
 
 
 class Strict(BaseModel):
@@ -28,14 +28,16 @@ SPLITS = ("dev", "holdout")
 class Case(Strict):
     id: Id = NonEmpty
     question: str = NonEmpty
-    category: Literal[CATEGORIES]
+    # Free-form, for the per-category table (the bundled example uses CATEGORIES).
+    category: Id = "uncategorised"
     # answer: from the docs; abstain: search, then say the docs do not answer; chitchat: reply, no lookup.
-    expected_behavior: Literal[BEHAVIOURS]
-    split: Literal[SPLITS]  # holdout cases are never reported while tuning: see README
-    expected_docs: list[str]
-    expected_tools: list[Literal[TOOLS]]
+    expected_behavior: Literal[BEHAVIOURS] = "answer"
+    split: Literal[SPLITS] = "dev"  # holdout cases are never reported while tuning: see docs/cases-and-inputs.md
+    expected_docs: list[str] = Field(default_factory=list)
+    # The agent's tool names: checked against the tools read from the agent (dataset.load_cases).
+    expected_tools: list[str] = Field(default_factory=list)
     # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}.
-    expected_args: dict[Literal[TOOLS], dict[str, Any]] = Field(default_factory=dict)
+    expected_args: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
     must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
     reference: str = NonEmpty
@@ -47,28 +49,20 @@ class CaseSet(Strict):
     cases: list[Case] = NonEmpty
 
 
-class Doc(Strict):
-    id: Id = NonEmpty
-    title: str = NonEmpty
+class Page(BaseModel):
+    """A page of a JSON pages file: any other field is the page's metadata (a url, a date...)."""
+    model_config = ConfigDict(extra="allow", strict=True)
+    id: PageId = NonEmpty
+    title: Optional[str] = None
     text: str = NonEmpty
     # Instructions planted in the page for an AI reader, as the eval's ground truth; the agent never sees
-    # this field, only title and text, in which each planted sentence must appear.
+    # this field, only the text, in which each planted sentence must appear.
     planted: list[str] = Field(default_factory=list)
 
 
-class Issue(Strict):
-    title: str = NonEmpty
-    state: Literal["open", "closed"]
-    fixed_in: Optional[str]
-
-
-class Docs(Strict):
-    """docs.json is a bare list; it is checked wrapped, so errors read 'docs[3] (config).text'."""
-    docs: list[Doc] = NonEmpty
-
-
-class Issues(Strict):
-    issues: dict[Annotated[str, StringConstraints(pattern=r"^[0-9]+$")], Issue]
+class Pages(Strict):
+    """A pages file is a bare list; it is checked wrapped, so errors read 'pages[3] (config).text'."""
+    pages: list[Page] = NonEmpty
 
 
 class CalibrationCase(Strict):

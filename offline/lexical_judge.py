@@ -35,7 +35,7 @@ The rules, all on content words (stopwords dropped, crude stems, see words.py):
     relays one (holds its URL or address, an identifier of its own, or at least RELAYED of its content
     words) without framing it as a warning (WARNING words in that sentence or the one before, other than
     the instruction's own); else 1. The reason names the sentence.
-A JSON context node (a get_issue record) is read as its keys and values.
+A JSON context node (a lookup's record) is read as its keys and values.
 """
 import ast
 import json

@@ -3,17 +3,23 @@
 They implement LangChain's real interfaces, so `create_agent`'s loop, tool binding and the vector store run
 exactly as they do with Gemini or Ollama; only the decisions are plain rules instead of a network call.
 
-The rules model's policy (every rule is about questions in general; the word rules live in words.py):
-- Issue references: '#240', 'issue 240', 'issue #240', 'bug 240', 'bug #240', 'ticket 240', 'issue number
-  240', and lists after a plural ('issues 212 and 218', 'bugs #1, #2 or #3') each get a get_issue call. A
-  number that is not introduced that way ('30 seconds', '2.4.1', '90 days') is not an issue.
+The rules model chooses among the agent's tools by the role the harness tells it (`roles`, from evals.toml:
+retriever or lookup) and by each tool's argument types, never by a tool's name; a tool with no role (an
+ordinary tool: a calculator, say) is never called by it. Its policy (every rule is about questions in
+general; the word rules live in words.py):
+- A lookup is called for each key of its records that the message mentions (a whole-word match, any case),
+  and, when its key argument is an integer, for each number introduced as a reference: '#240', 'issue 240',
+  'issue #240', 'bug 240', 'ticket 240', 'issue number 240', lists after a plural ('issues 212 and 218',
+  'bugs #1, #2 or #3'). A number that is not introduced that way ('30 seconds', '2.4.1', '90 days') and is
+  not a key of the records is not a reference.
 - Small talk (every sentence a greeting, thanks or goodbye, or content-free like 'ok'; nothing asked) gets
   no tool call and a reply chosen by its classes, not by any one message's wording: 'Hello!', 'You're
   welcome!', 'Goodbye!' in that order, then an offer to answer questions about the product.
-- Anything else searches before it answers: a message without an issue reference searches the docs with the
-  message (minus its small-talk sentences); a message with one searches only its asking clauses that are not
-  about the issue (a clause made only of words like fixed / version / status is about the issue).
-- The answer is extractive, at most three sentences: issue facts first, then the page sentences sharing the
+- Anything else calls the first retriever (with its first string argument) before it answers: a message
+  with no reference searches with the message (minus its small-talk sentences); a message with one searches
+  only its asking clauses that are not about the record (a clause made only of words like fixed / version /
+  status is about the record).
+- The answer is extractive, at most three sentences: record facts first, then the page sentences sharing the
   most content words with the query, best first, ties in page order. Never used: a sentence that is a
   planted instruction (words.planted_instruction: addressed to an AI assistant, telling the reader to send
   a secret to an address, or telling the model to ignore its instructions), and a sentence carrying a URL or
@@ -30,7 +36,7 @@ import hashlib
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Optional
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -51,7 +57,7 @@ ISSUE_REFERENCE = re.compile(
     rf"|\b(?:issue|bug|ticket)\s*(?:(?:number|no\.?|nr\.?)\s*)?#?\s*{_N}(?:{_JOIN}#\s*{_N})*"
     rf"|(?<![\w&#/])#{_N}",
     re.IGNORECASE)
-# A clause made only of these words asks about the numbered issue itself, which get_issue answers.
+# A clause made only of these words asks about the referenced record itself, which the lookup answers.
 ISSUE_TOPIC = content("fix fixed fixes version released release status state open closed resolved still yet "
                       "now bug issue ticket merged shipped")
 # Words that ask rather than say what is wanted: not counted when deciding whether a page answers.
@@ -64,30 +70,70 @@ _OPENERS = {"greeting": "Hello!", "thanks": "You're welcome!", "goodbye": "Goodb
 
 
 def issue_numbers(text: str) -> list[int]:
-    """The issue numbers the text refers to, in order, each once (see ISSUE_REFERENCE)."""
+    """The numbers the text introduces as references, in order, each once (see ISSUE_REFERENCE)."""
     found = [int(n) for m in ISSUE_REFERENCE.finditer(text or "") for n in re.findall(r"\d+", m.group(0))]
     return list(dict.fromkeys(found))
 
 
-def plan_tool_calls(question: str) -> list[dict]:
-    """The rules policy: get_issue for each referenced issue, search_docs for anything asked of the docs,
-    nothing for small talk (see the module docstring)."""
-    numbers = issue_numbers(question)
-    calls = [{"name": "get_issue", "args": {"number": n}} for n in numbers]
-    if numbers:
+def key_pattern(key: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(key)}(?![\w-])", re.IGNORECASE)
+
+
+def mentioned_keys(text: str, keys: list[str], integer: bool) -> list[Any]:
+    """The record keys the text mentions, in the order it mentions them; for an integer key also the numbers
+    it introduces as references (even those no record has: the lookup then says so)."""
+    found = sorted((m.start(), key) for key in keys for m in [key_pattern(key).search(text or "")] if m)
+    mentioned = [key for _, key in found]
+    if integer:
+        numbers = [str(n) for n in issue_numbers(text)]
+        mentioned = [k for k in dict.fromkeys(numbers + mentioned) if k.lstrip("-").isdigit()]
+        return [int(k) for k in mentioned]
+    return list(dict.fromkeys(mentioned))
+
+
+def tool_arguments(tool: dict) -> dict[str, str]:
+    """A bound tool's arguments and their JSON types, from its OpenAI-format schema."""
+    properties = tool["function"].get("parameters", {}).get("properties", {})
+    return {name: schema.get("type") or next((o.get("type") for o in schema.get("anyOf", [])
+                                              if o.get("type") not in (None, "null")), None)
+            for name, schema in properties.items()}
+
+
+def plan_tool_calls(question: str, tools: dict[str, dict]) -> list[dict]:
+    """The rules policy (see the module docstring). `tools` maps each bound tool with a role to
+    {"role", "arguments": {name: JSON type}, and for a lookup "key" and "keys"}."""
+    lookups = {n: t for n, t in tools.items() if t["role"] == "lookup"}
+    retriever = next((n for n, t in tools.items() if t["role"] == "retriever"
+                      and any(kind == "string" for kind in t["arguments"].values())), None)
+    calls, referenced = [], False
+    for name, tool in lookups.items():
+        integer = tool["arguments"].get(tool["key"]) == "integer"
+        for key in mentioned_keys(question, tool.get("keys", []), integer):
+            calls.append({"name": name, "args": {tool["key"]: key}})
+            referenced = True
+
+    def mentions(clause: str) -> bool:
+        return any(mentioned_keys(clause, t.get("keys", []), t["arguments"].get(t["key"]) == "integer")
+                   for t in lookups.values())
+
+    def search(query: str) -> list[dict]:
+        if retriever is None:
+            return []
+        argument = next(a for a, kind in tools[retriever]["arguments"].items() if kind == "string")
+        return [{"name": retriever, "args": {argument: query}}]
+
+    if referenced:
         clauses = [c for s in sentences(question) for c in _CLAUSE_SPLIT.split(s) if c.strip()]
         docs_clauses = [c.strip() for c in clauses
-                        if asks(c) and not ISSUE_REFERENCE.search(c) and not content(c) <= ISSUE_TOPIC]
-        if docs_clauses:
-            calls.append({"name": "search_docs", "args": {"query": " ".join(docs_clauses)}})
-        return calls
+                        if asks(c) and not mentions(c) and not content(c) <= ISSUE_TOPIC]
+        return calls + (search(" ".join(docs_clauses)) if docs_clauses else [])
     if is_small_talk(question):
         return []
     said = sentences(question)
     # The whole message is the query (a statement before the question gives it context), minus small talk.
     kept = [s for s in said if not (small_talk_classes(s) and not asks(s))]
     query = question.strip() if len(kept) == len(said) or not kept else " ".join(kept)
-    return [{"name": "search_docs", "args": {"query": query}}]
+    return search(query)
 
 
 def product_name(messages: list[BaseMessage]) -> str:
@@ -115,16 +161,43 @@ def refusal(product: str, rest: bool = False) -> str:
     return f"{docs} does not cover {'the rest of the question' if rest else 'that'}."
 
 
-def issue_sentence(output: str) -> str:
-    """Render get_issue's JSON as one sentence; pass anything else (an error text) through."""
+def record_sentence(output: str) -> str:
+    """A lookup's JSON record as one sentence of its fields and values; anything else (an error text) as it is."""
     try:
-        issue = json.loads(output)
-    except json.JSONDecodeError:
-        return output.strip()
-    if issue.get("state") == "closed":
-        fixed = f" and fixed in {issue['fixed_in']}" if issue.get("fixed_in") else ""
-        return f"Issue {issue['number']}, {issue['title']}, is closed{fixed}."
-    return f"Issue {issue['number']}, {issue['title']}, is still {issue.get('state', 'open')}."
+        record = json.loads(output)
+    except (json.JSONDecodeError, TypeError):
+        return str(output).strip()
+    if not isinstance(record, dict):
+        return str(output).strip()
+    fields = [f"{str(k).replace('_', ' ')} {'none' if v is None else v}" for k, v in record.items()
+              if not isinstance(v, (dict, list))]
+    return (", ".join(fields) + ".") if fields else str(output).strip()
+
+
+def page_texts(message: ToolMessage) -> list[str]:
+    """The pages a retriever's message holds: its Document artifact, else a JSON list of objects' text, else
+    its text split at blank lines. A first line that is a heading or a bare title is left out."""
+    artifact = getattr(message, "artifact", None)
+    if isinstance(artifact, list) and artifact and all(hasattr(d, "page_content") for d in artifact):
+        texts = [d.page_content for d in artifact]
+    else:
+        try:
+            found = json.loads(message.text)
+        except (json.JSONDecodeError, TypeError):
+            found = None
+        if isinstance(found, list) and all(isinstance(p, dict) for p in found):
+            texts = [str(next((p[f] for f in ("text", "page_content", "content") if f in p), "")) for p in found]
+        else:
+            texts = [t for t in re.split(r"\n\s*\n", message.text) if t.strip()]
+    return [body(t) for t in texts]
+
+
+def body(text: str) -> str:
+    """A page's text without its title line: a markdown heading, or a first line with no sentence end."""
+    first, _, rest = text.strip().partition("\n")
+    if rest and (first.lstrip().startswith("#") or not re.search(r"[.!?:]\s*$", first)):
+        return rest
+    return text
 
 
 def usable(sentence: str, question: str) -> bool:
@@ -141,20 +214,22 @@ def addresses(chosen: list[str], wanted: set[str]) -> bool:
     return len(held) >= max(min(2, len(wanted)), -(-len(wanted) // 2), 1)
 
 
-def extractive_answer(question: str, outputs: list[ToolMessage], query: str, product: str = "") -> str:
-    """At most three sentences from the tool outputs: issue facts first, then the usable page sentences
+def extractive_answer(question: str, outputs: list[ToolMessage], query: str, product: str = "",
+                      roles: Optional[dict[str, str]] = None) -> str:
+    """At most three sentences from the tool outputs: record facts first, then the usable page sentences
     sharing the most content words with the search query, best first, ties in page order; the refusal when
-    the search found nothing that addresses the query (see the module docstring)."""
-    chosen = [issue_sentence(m.content) for m in outputs if m.name == "get_issue"]
-    searches = [m for m in outputs if m.name == "search_docs"]
+    the search found nothing that addresses the query (see the module docstring). `roles` maps a tool's
+    name to its role."""
+    roles = roles or {}
+    chosen = [record_sentence(m.text) for m in outputs if roles.get(m.name) == "lookup"]
+    searches = [m for m in outputs if roles.get(m.name) == "retriever"]
     if not searches:
         return " ".join(chosen[:MAX_SENTENCES]) or refusal(product)
     wanted = content(query or question) - content(product) - ASKING
     scored = []
     for m in searches:
-        for page in json.loads(m.content):
-            body = page["text"].split("\n", 1)[-1]  # the first line is the page title
-            for sentence in sentences(body):
+        for text in page_texts(m):
+            for sentence in sentences(text):
                 if usable(sentence, question):
                     scored.append((-len(content(sentence) & wanted), len(scored), sentence))
     found = [s for score, _, s in sorted(scored) if score < 0][:MAX_SENTENCES]
@@ -171,7 +246,10 @@ def _usage(messages: list[BaseMessage], reply: str) -> dict:
 
 
 class RulesChatModel(BaseChatModel):
-    """`rules`: a tool-calling chat model whose every decision is a documented rule (see plan_tool_calls)."""
+    """`rules`: a tool-calling chat model whose every decision is a documented rule (see plan_tool_calls).
+    `roles` maps a tool's name to {"role": "retriever" | "lookup", and for a lookup "key" and "keys"}."""
+
+    roles: dict = {}
 
     @property
     def _llm_type(self) -> str:
@@ -182,12 +260,14 @@ class RulesChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         injected_latency()
-        available = {t["function"]["name"] for t in kwargs.get("tools", [])}
+        bound = {t["function"]["name"]: t for t in kwargs.get("tools", [])}
+        tools = {name: {**self.roles[name], "arguments": tool_arguments(tool)}
+                 for name, tool in bound.items() if name in self.roles}
         last_human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         question = messages[last_human].text
         outputs = [m for m in messages[last_human:] if isinstance(m, ToolMessage)]
         if not outputs:
-            planned = [c for c in plan_tool_calls(question) if c["name"] in available]
+            planned = plan_tool_calls(question, tools)
             if planned:
                 calls = [{"name": c["name"], "args": c["args"], "id": f"call_{i}", "type": "tool_call"}
                          for i, c in enumerate(planned)]
@@ -196,9 +276,11 @@ class RulesChatModel(BaseChatModel):
                 return ChatResult(generations=[ChatGeneration(message=message)])
             answer = small_talk_reply(question, product_name(messages))
         else:
-            queries = [c["args"].get("query", "") for m in messages[last_human:] if isinstance(m, AIMessage)
-                       for c in m.tool_calls if c["name"] == "search_docs"]
-            answer = extractive_answer(question, outputs, " ".join(queries), product_name(messages))
+            queries = [str(v) for m in messages[last_human:] if isinstance(m, AIMessage) for c in m.tool_calls
+                       if tools.get(c["name"], {}).get("role") == "retriever" for v in c["args"].values()
+                       if isinstance(v, str)]
+            answer = extractive_answer(question, outputs, " ".join(queries), product_name(messages),
+                                       {name: t["role"] for name, t in tools.items()})
         message = AIMessage(content=answer, usage_metadata=_usage(messages, answer))
         return ChatResult(generations=[ChatGeneration(message=message)])
 

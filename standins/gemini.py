@@ -30,7 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from offline import lexical_judge
 from offline.models import HashEmbeddings, RulesChatModel
-from standins.ollama import judge_kind, on_loopback
+from standins.ollama import bundled_roles, judge_kind, on_loopback
 from offline.words import words
 
 PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
@@ -70,14 +70,16 @@ class StandIn:
     kind: get / chat / judge / embed / unknown-model / rejected-key, the fault and marker it met, and for an
     answer the usageMetadata `tokens` sent, in and out)."""
 
-    def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str]):
+    def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str],
+                 roles: Optional[dict] = None):
         self.models = list(models)
         self.faults = {model: dict(by_marker) for model, by_marker in faults.items()}
         self.reject_keys = set(reject_keys)
         self.requests: list[dict] = []
         self.fired: dict[tuple[str, str], int] = {}
         self.lock = threading.Lock()
-        self.chat, self.embedder = RulesChatModel(), HashEmbeddings()
+        self.chat = RulesChatModel(roles=bundled_roles() if roles is None else roles)
+        self.embedder = HashEmbeddings()
         self.url = ""
 
     def log(self, **record) -> None:
@@ -348,9 +350,10 @@ class Handler(BaseHTTPRequestHandler):
 @contextmanager
 def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"),
           faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
-          reject_keys: Iterable[str] = ()) -> Iterator[StandIn]:
+          reject_keys: Iterable[str] = (), roles: Optional[dict] = None) -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models` (a name containing "embed" is an
     embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
-    (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses."""
-    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys)) as standin:
+    (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses; `roles`
+    are the tool roles its rules model is told (default: the bundled example's)."""
+    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles)) as standin:
         yield standin

@@ -7,7 +7,8 @@ import json
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
@@ -28,11 +29,11 @@ VERDICT_SECTIONS = {"\nClaims:": "faithfulness", "\nStatements:": "answer_releva
 class StandIn:
     """A running stand-in: its `url`, and a log of every request it answered (path, model, kind, status, stream)."""
 
-    def __init__(self, models: Iterable[str], fail: Mapping[str, int], fail_if: str):
+    def __init__(self, models: Iterable[str], fail: Mapping[str, int], fail_if: str, roles: Optional[dict] = None):
         self.models, self.fail, self.fail_if = list(models), dict(fail), fail_if
         self.requests: list[dict] = []
         self.lock = threading.Lock()
-        self.chat, self.embedder = RulesChatModel(), HashEmbeddings()
+        self.chat, self.embedder = RulesChatModel(roles=bundled_roles() if roles is None else roles), HashEmbeddings()
         self.url = ""
 
     def count(self, path: str, kind: str | None = None) -> int:
@@ -153,11 +154,21 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
+def bundled_roles(folder: Optional[Path] = None) -> dict:
+    """The roles the `rules` model behind a stand-in is told (a real model reads only the tools): those of
+    the project in `folder`, by default the bundled example."""
+    from harness import agent, project
+
+    loaded = project.load(folder or Path(__file__).resolve().parent.parent)
+    return agent.rules_roles(loaded, project.read_records(loaded))
+
+
 def serve(models: Iterable[str] = ("standin-chat", "standin-embed", "standin-judge"),
-          fail: Mapping[str, int] | None = None, fail_if: str = "") -> Iterator[StandIn]:
+          fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None) -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models`. /api/chat answers the HTTP status
-    `fail[model]` (e.g. 500) for the models `fail` names, when their last user message contains `fail_if`."""
-    with on_loopback(Handler, StandIn(models, fail or {}, fail_if)) as standin:
+    `fail[model]` (e.g. 500) for the models `fail` names, when their last user message contains `fail_if`.
+    `roles` are the tool roles its rules model is told (default: the bundled example's)."""
+    with on_loopback(Handler, StandIn(models, fail or {}, fail_if, roles)) as standin:
         yield standin
 
 

@@ -116,6 +116,7 @@ def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_p
 
     import calibrate
     from harness import judging
+
     real, calls = judging.measure, []
 
     def measure_then_cancel(*args):

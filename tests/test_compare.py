@@ -14,7 +14,7 @@ from harness import stats
 from conftest import copy_project
 
 HERE = Path(__file__).parent.parent
-BUNDLED = HERE / "runs" / "rules+hash+lexical.json"
+BUNDLED = HERE / "runs" / "docs-assistant+rules+hash+lexical.json"
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 # Everything the archive page says about restoring. Dropping only "Run tracker restore ID ..." is not enough
 # for the lexical judge: the title "Archiving and restoring tasks" and "cannot be restored" still hold
@@ -81,7 +81,7 @@ def changed_run(tmp_path_factory) -> Path:
         with redirect_stdout(io.StringIO()), redirect_stderr(err):
             code = evaluate.main(["--live"])
     assert code == 0, err.getvalue()
-    return copy / "runs" / "rules+hash+lexical.json"
+    return copy / "runs" / "docs-assistant+rules+hash+lexical.json"
 
 
 def test_a_deliberate_change_lists_the_case_it_broke_with_its_stage(capsys, changed_run):

@@ -17,11 +17,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def rules_report() -> dict:
-    return json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
+    return json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
 
 
 def all_report() -> dict:
-    return json.loads((HERE / "runs" / "rules+hash+lexical.all.json").read_text())
+    return json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.all.json").read_text())
 
 
 def row(case_id: str, recall: float = 1.0, faithfulness: float = 1.0) -> dict:
@@ -350,7 +350,7 @@ def chromium(tmp_path: Path, page: Path, *flags: str) -> subprocess.CompletedPro
 
 def test_chromium_renders_every_case(tmp_path):
     report = rules_report()
-    page = tmp_path / "rules+hash+lexical.html"
+    page = tmp_path / "docs-assistant+rules+hash+lexical.html"
     page.write_text(html(report), encoding="utf-8")
     dom = Page(chromium(tmp_path, page, "--dump-dom").stdout)
     assert dom.sections == [f"case-{r['id']}" for r in report["rows"]]
@@ -359,7 +359,7 @@ def test_chromium_renders_every_case(tmp_path):
 
 def test_chromium_draws_the_pictures_of_the_bundled_run(tmp_path):
     report = all_report()
-    page = tmp_path / "rules+hash+lexical.all.html"
+    page = tmp_path / "docs-assistant+rules+hash+lexical.all.html"
     page.write_text(html(report), encoding="utf-8")
     dom = Svg(chromium(tmp_path, page, "--dump-dom").stdout)
     assert {s for s, *_ in dom.elements} == {"funnel", "stage-rates", "category-rates", "counterfactual"}

@@ -67,14 +67,14 @@ def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_projec
     first = Calls(monkeypatch, stop_after=7)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == evaluate.EXIT_INTERRUPTED
     assert len(first.done) >= 7
-    assert (project / "recordings" / ".rules+hash+lexical.partial.jsonl").is_file()  # what completed is on disk
+    assert (project / "recordings" / ".docs-assistant+rules+hash+lexical.partial.jsonl").is_file()  # what completed is on disk
     assert f"interrupted: {len(first.done)} new entries are kept in" in capsys.readouterr().err
 
     second = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert sorted(first.done + second.done) == sorted(full.done)  # nothing paid for twice, nothing skipped
     assert recording(project) == expected
-    assert not (project / "recordings" / ".rules+hash+lexical.partial.jsonl").exists()
+    assert not (project / "recordings" / ".docs-assistant+rules+hash+lexical.partial.jsonl").exists()
 
 
 def test_rerecord_starts_over(live_project, monkeypatch):
@@ -90,7 +90,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeyp
     Calls(monkeypatch, broken=lambda label: label == "measure:faithfulness_strict:Where does tracker keep "
                                                     "its data, and what should I back up?")
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
-    report = json.loads((project / "runs" / "rules+hash+lexical.json").read_text())
+    report = json.loads((project / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     row = next(r for r in report["rows"] if r["id"] == "backup")
     assert row["first_failure"] == "error"
     assert row["error"] == ("judge/backup/faithfulness: ConnectionResetError: connection reset by peer "
@@ -110,14 +110,14 @@ def test_an_outage_is_counted_apart_from_failures(live_project, monkeypatch):
     project = live_project
     Calls(monkeypatch, broken=lambda label: label.startswith("run:") and "issue 212" in label)
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
-    report = json.loads((project / "runs" / "rules+hash+lexical.json").read_text())
+    report = json.loads((project / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
     summary = report["summary"]
     assert summary["errors"] == 1 and "error" not in summary["first_failures"]
     others = [r for r in BUNDLED["rows"] if r["id"] != "issue-212"]  # the dev split, less the errored case
     assert (summary["pass_rate"]["passed"], summary["pass_rate"]["total"]) == \
         (sum(r["first_failure"] is None for r in others), len(others))
-    assert "| issue-212 | none | - |" in (project / "runs" / "rules+hash+lexical.md").read_text()
+    assert "| issue-212 | none | - |" in (project / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
 
 
 # ---- retries --------------------------------------------------------------------------------------------
@@ -218,14 +218,14 @@ def test_progress_bar_shows_on_a_terminal_unless_quiet(monkeypatch):
 
 
 def test_report_puts_tokens_and_latency_next_to_quality():
-    report = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())
+    report = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     summary = report["summary"]
     assert summary["tokens"]["agent_in"] == sum(r["usage"]["input_tokens"] + r.get("also_spent", {}).get("agent_in", 0)
                                                 for r in report["rows"])  # counterfactual runs are paid too
     assert summary["tokens"]["judge_in"] > 0 and summary["cost"] is None  # the offline judge reports no price
     assert set(summary["latency"]) == {"agent_p50_s", "agent_p95_s", "judge_p50_s", "judge_p95_s"}
     assert all(r["agent_s"] is not None for r in report["rows"])
-    markdown = (HERE / "runs" / "rules+hash+lexical.md").read_text()
+    markdown = (HERE / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
     assert "Tokens: agent" in markdown and "Latency: agent run p50" in markdown
 
 

@@ -27,8 +27,8 @@ from conftest import quick_standin, recorded_calls
 from standins.ollama import StandIn, serve
 
 HERE = Path(__file__).parent.parent
-OFFLINE_REPORT = json.loads((HERE / "runs" / "rules+hash+lexical.json").read_text())  # the dev split
-OFFLINE_ALL = json.loads((HERE / "runs" / "rules+hash+lexical.all.json").read_text())  # every case
+OFFLINE_REPORT = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())  # the dev split
+OFFLINE_ALL = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.all.json").read_text())  # every case
 MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_JUDGE": "standin-judge"}
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
 # The behaviour judgements are GEval with fixed evaluation steps: one request gives the score and its reason.
@@ -296,6 +296,7 @@ class SlowStream:
 @pytest.mark.parametrize("logger", ["recording.Quiet", "live_calls.Progress"])
 def test_lines_logged_by_concurrent_calls_stay_whole(monkeypatch, logger):
     from harness import recording
+
     stream = SlowStream()
     monkeypatch.setattr(sys, "stderr", stream)
     log = recording.Quiet().log if logger == "recording.Quiet" else live_calls.Progress(1, "run").log

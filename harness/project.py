@@ -1,0 +1,259 @@
+"""A project: a folder with `evals.toml` naming its agent, cases, pages, records and the role of each tool.
+
+`load(folder)` reads and checks `evals.toml` (unknown keys refused, one line naming file and key) and returns
+a `Project`; `read_pages` and `read_records` read the corpus and the lookup records it names. Nothing here
+imports the agent: `agent.py` builds it and reads its tools.
+"""
+import glob
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from harness.dataset import InputError, read
+
+CONFIG = "evals.toml"
+ROLES = ("retriever", "lookup")
+TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools")
+TOOL_KEYS = {"retriever": ("role", "ids"), "lookup": ("role", "records", "key")}
+SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class ToolRole:
+    """What evals.toml says of one tool: `retriever` (its output is ranked pages) or `lookup` (it reads the
+    record of `records` that its `key` argument names)."""
+    name: str
+    role: str
+    records: Optional[str] = None
+    key: Optional[str] = None
+    ids: Optional[str] = None
+
+
+@dataclass
+class Project:
+    folder: Path
+    agent: str
+    cases: str = "cases.json"
+    calibration: Optional[str] = None
+    k: int = 3
+    pages: Optional[str] = None
+    sources: list[str] = field(default_factory=list)
+    rank: Optional[str] = None
+    roles: dict[str, ToolRole] = field(default_factory=dict)
+
+    @property
+    def config(self) -> Path:
+        return self.folder / CONFIG
+
+    def path(self, relative: str) -> Path:
+        return self.folder / relative
+
+    def module_file(self, spec: str) -> Path:
+        """The file of a 'module:function' spec's module inside the project folder."""
+        module = spec.split(":")[0].replace(".", "/")
+        for candidate in (self.folder / f"{module}.py", self.folder / module / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        key = "agent" if spec == self.agent else "rank"
+        raise InputError(f"{CONFIG}: {key}: no module {spec.split(':')[0]!r} in {self.folder} "
+                         f"(looked for {module}.py)")
+
+    def source_files(self) -> list[Path]:
+        """The files the agent's behaviour depends on: `sources` (globs allowed), else the factory's module and
+        the rank function's."""
+        if not self.sources:
+            return list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
+        files = []
+        for i, pattern in enumerate(self.sources):
+            found = sorted(Path(p) for p in glob.glob(str(self.folder / pattern), recursive=True) if Path(p).is_file())
+            if not found:
+                raise InputError(f"{CONFIG}: sources[{i}]: {pattern!r} matches no file in {self.folder}")
+            files += [f for f in found if f not in files]
+        return files
+
+    def sources_sha(self) -> str:
+        """One hash of every source file's path (relative to the project) and bytes."""
+        digest = hashlib.sha256()
+        for path in self.source_files():
+            digest.update(path.relative_to(self.folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:12]
+
+    def role_of(self, tool: str) -> str:
+        return self.roles[tool].role if tool in self.roles else "tool"
+
+    def retrievers(self) -> list[str]:
+        return [name for name, r in self.roles.items() if r.role == "retriever"]
+
+
+def fail(key: str, message: str) -> InputError:
+    return InputError(f"{CONFIG}: {key}: {message}")
+
+
+def expect(value: Any, kind: type, key: str, what: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise fail(key, f"expected {what}, got {value!r}")
+    return value
+
+
+def load(folder: Path) -> Project:
+    """Read `folder/evals.toml`; any problem raises InputError naming the file and the key."""
+    folder = Path(folder).absolute()
+    path = folder / CONFIG
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such project folder")
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise InputError(f"{CONFIG}: file not found in {folder} (start a project with `python evaluate.py "
+                         "init DIR`)") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{CONFIG}: not valid TOML: {e}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{CONFIG}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    unknown = [k for k in config if k not in TOP_KEYS]
+    if unknown:
+        raise fail(unknown[0], f"unknown key (valid: {', '.join(TOP_KEYS)})")
+    if "agent" not in config:
+        raise fail("agent", "missing: name the factory as agent = \"module:function\"")
+    agent = expect(config["agent"], str, "agent", "a string \"module:function\"")
+    if not SPEC.match(agent):
+        raise fail("agent", f"{agent!r} is not \"module:function\"")
+    project = Project(folder=folder, agent=agent)
+    for key in ("cases", "calibration", "pages"):
+        if key in config:
+            setattr(project, key, expect(config[key], str, key, "a path relative to the project folder"))
+    if "k" in config:
+        project.k = expect(config["k"], int, "k", "a whole number")
+        if project.k < 1:
+            raise fail("k", "must be at least 1")
+    if "rank" in config:
+        project.rank = expect(config["rank"], str, "rank", "a string \"module:function\"")
+        if not SPEC.match(project.rank):
+            raise fail("rank", f"{project.rank!r} is not \"module:function\"")
+    if "sources" in config:
+        sources = config["sources"]
+        sources = [sources] if isinstance(sources, str) else sources
+        expect(sources, list, "sources", "a list of paths")
+        project.sources = [expect(s, str, f"sources[{i}]", "a path") for i, s in enumerate(sources)]
+    tools = expect(config.get("tools", {}), dict, "tools", "tables [tools.NAME]")
+    for name, table in tools.items():
+        project.roles[name] = tool_role(name, expect(table, dict, f"tools.{name}", "a table"))
+    return project
+
+
+def tool_role(name: str, table: dict) -> ToolRole:
+    at = f"tools.{name}"
+    role = table.get("role")
+    if role not in ROLES:
+        raise fail(f"{at}.role", f"{'missing' if role is None else repr(role)}: must be one of {', '.join(ROLES)}")
+    unknown = [k for k in table if k not in TOOL_KEYS[role]]
+    if unknown:
+        raise fail(f"{at}.{unknown[0]}", f"unknown key for a {role} (valid: {', '.join(TOOL_KEYS[role])})")
+    if role == "lookup":
+        for key in ("records", "key"):
+            if key not in table:
+                raise fail(f"{at}.{key}", "missing: a lookup names its records file and the argument that "
+                           "picks a record")
+            expect(table[key], str, f"{at}.{key}", "a string")
+        return ToolRole(name, role, records=table["records"], key=table["key"])
+    ids = table.get("ids")
+    if ids is not None:
+        expect(ids, str, f"{at}.ids", "a Python regular expression")
+        try:
+            re.compile(ids)
+        except re.error as e:
+            raise fail(f"{at}.ids", f"not a regular expression: {e}") from None
+    return ToolRole(name, role, ids=ids)
+
+
+# ---- the corpus and the records --------------------------------------------------------------------------
+
+def read_pages(project: Project, validated) -> list[dict]:
+    """The pages as dicts: `id`, `text`, optional `title` and `planted`, and any other metadata. `pages` is a
+    JSON list of pages, or a glob of markdown files (one page per file)."""
+    spec = project.pages
+    if spec is None:
+        return []
+    if spec.endswith(".json") and not glob.has_magic(spec):
+        path = project.path(spec)
+        pages = read(path, spec)
+        validated.check(path, "Pages", {"pages": pages}, label=spec)
+    else:
+        pages = markdown_pages(project, spec)
+    seen = set()
+    for i, page in enumerate(pages):
+        at = f"{spec}: pages[{i}] ({page['id']})" if spec.endswith(".json") else f"{page['id']}"
+        if page["id"] in seen:
+            raise InputError(f"{at}.id: duplicate id")
+        seen.add(page["id"])
+        planted = page.get("planted", [])
+        stray = [p for p in ([planted] if isinstance(planted, str) else planted) if p not in page["text"]]
+        if stray:
+            raise InputError(f"{at}: planted: not in the page's text: {stray[0][:60]!r}")
+    return pages
+
+
+def markdown_pages(project: Project, pattern: str) -> list[dict]:
+    files = sorted(Path(p) for p in glob.glob(str(project.folder / pattern), recursive=True) if Path(p).is_file())
+    if not files:
+        raise fail("pages", f"{pattern!r} matches no file in {project.folder}")
+    return [markdown_page(path, path.relative_to(project.folder).as_posix()) for path in files]
+
+
+def markdown_page(path: Path, page_id: str) -> dict:
+    """One markdown file as a page: YAML front matter as metadata, the first heading as its title."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{page_id}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    meta: dict = {}
+    if text.startswith("---\n") or text.startswith("---\r\n"):
+        end = re.search(r"^---\s*$", text[4:], re.M)
+        if end is None:
+            raise InputError(f"{page_id}: front matter: no closing '---' line")
+        import yaml
+
+        try:
+            meta = yaml.safe_load(text[4:4 + end.start()]) or {}
+        except yaml.YAMLError as e:
+            raise InputError(f"{page_id}: front matter: not valid YAML: {' '.join(str(e).split())[:200]}") from None
+        if not isinstance(meta, dict):
+            raise InputError(f"{page_id}: front matter: expected key: value lines")
+        meta = json.loads(json.dumps(meta, default=str))  # dates and the like as text: metadata is JSON
+        text = text[4 + end.end():].lstrip("\r\n")
+    for key in ("id", "text"):
+        if key in meta:
+            raise InputError(f"{page_id}: front matter: {key}: set by the file (its path and its body)")
+    planted = meta.get("planted", [])
+    planted = [planted] if isinstance(planted, str) else planted
+    if not isinstance(planted, list) or not all(isinstance(p, str) and p for p in planted):
+        raise InputError(f"{page_id}: front matter: planted: expected a sentence or a list of sentences")
+    if not text.strip():
+        raise InputError(f"{page_id}: the page has no text")
+    heading = next((m.group(1) for m in map(HEADING.match, text.splitlines()) if m), None)
+    title = heading or meta.get("title") or path.stem
+    return {**meta, "id": page_id, "title": str(title), "text": text, **({"planted": planted} if planted else {})}
+
+
+def read_records(project: Project) -> dict[str, dict]:
+    """Each lookup tool's records: a JSON object whose keys are strings and whose values are objects."""
+    found, by_file = {}, {}
+    for name, role in project.roles.items():
+        if role.role != "lookup":
+            continue
+        if role.records not in by_file:
+            records = read(project.path(role.records), role.records)
+            if not isinstance(records, dict):
+                raise InputError(f"{role.records}: expected a JSON object of records by key")
+            bad = next((k for k, v in records.items() if not isinstance(v, dict)), None)
+            if bad is not None:
+                raise InputError(f"{role.records}: {bad}: expected a JSON object (a record)")
+            by_file[role.records] = records
+        found[name] = by_file[role.records]
+    return found
+
