@@ -7,6 +7,7 @@ records. evals.toml names `build_agent` as the factory and `rank` as the ladder'
 """
 import json
 import sys
+import threading
 from typing import Optional
 
 K = 3
@@ -22,6 +23,7 @@ def page_content(page) -> str:
 
 
 _INDEXES: dict = {}
+_BUILDING = threading.Lock()
 
 
 def index(pages: list, embeddings):
@@ -31,10 +33,11 @@ def index(pages: list, embeddings):
     from langchain_core.vectorstores import InMemoryVectorStore
 
     key = (id(embeddings), tuple((p.id, p.page_content) for p in pages))
-    if key not in _INDEXES:
-        store = InMemoryVectorStore(embeddings)
-        store.add_documents([Document(page_content=page_content(p), id=p.id) for p in pages])
-        _INDEXES[key] = (embeddings, store)  # the embedder is kept, so its id is not reused
+    with _BUILDING:  # cases are ranked in parallel: the first builds the index, the others wait for it
+        if key not in _INDEXES:
+            store = InMemoryVectorStore(embeddings)
+            store.add_documents([Document(page_content=page_content(p), id=p.id) for p in pages])
+            _INDEXES[key] = (embeddings, store)  # the embedder is kept, so its id is not reused
     return _INDEXES[key][1]
 
 
@@ -67,7 +70,12 @@ def rank(query: str, embeddings, pages: list) -> list[str]:
     return [d.id for d in index(pages, embeddings).similarity_search(query, k=len(pages))]
 
 
-if __name__ == "__main__":
-    from harness.ask import main
+def main(argv: Optional[list[str]] = None) -> int:
+    """`python assistant.py [--project DIR] "question"`: one trace of a project's agent (harness/ask.py)."""
+    from harness import ask
 
-    sys.exit(main(description="Run a project's agent once on a question and print its trace as JSON."))
+    return ask.main(argv, description="Run a project's agent once on a question and print its trace as JSON.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

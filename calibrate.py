@@ -208,7 +208,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise InputError(f"{projects.CONFIG}: calibration: not set: name the labelled cases' file, "
                              "calibration = \"calibration-cases.json\"")
         folder = project.folder
-        cases = load_calibration(project.path(project.calibration))
+        cases = load_calibration(project)
         if args.live:
             judge = judge_name()
             providers.preflight([judge])

@@ -30,7 +30,7 @@ HERE = Path(__file__).parent  # the default project: the bundled tracker example
 EXIT_REGRESSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
 EPILOG = f"""models, named by environment variables:
   DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
-  DOCS_EMBEDDER  the embedder the agent and the ladder use (default {DEFAULT_EMBEDDER})
+  DOCS_EMBEDDER  the embedder (default {DEFAULT_EMBEDDER})
   DOCS_JUDGE     the judge (default {DEFAULT_JUDGE})
   rules, hash and lexical are the offline backends; a gemini name needs
   GOOGLE_API_KEY; any other name is an Ollama model (OLLAMA_HOST)
@@ -52,7 +52,7 @@ def recording_key(inputs: Inputs) -> dict:
     from harness import providers
 
     cases, names = inputs.cases, (inputs.model, inputs.embedder, inputs.judge)
-    return {"project": inputs.project.folder.name, "agent": inputs.project.agent,
+    return {"agent": inputs.project.agent,
             "agent_sha": inputs.common["agent code"], "tools_sha": inputs.common["tools"],
             "cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "pages_sha": sha(inputs.pages),
             "records_sha": sha(inputs.records), "k": inputs.k, "rank": inputs.project.rank,

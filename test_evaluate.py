@@ -15,7 +15,7 @@ import pytest
 
 from harness import judging
 from cassette import Cassette, RecordingError, Stale
-from conftest import OFFLINE, OFFLINE_RUN
+from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs
 from harness.entries import Inputs
 from evaluate import evaluate, header
 from harness.report import markdown
@@ -24,6 +24,7 @@ from harness.stages import argument_errors, as_declared, deepeval_disagrees, fai
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
+CASES_NAME = json.loads((HERE / "cases.json").read_text())["name"]
 
 
 def tool_scores(question, calls, expected, judge):
@@ -124,10 +125,10 @@ def test_a_row_ranks_each_search_of_its_trace_on_its_own():
 
     case = {"id": "two", "question": "q", "category": "answerable", "split": "dev", "expected_behavior": "answer",
             "reference": "r", "expected_docs": ["storage"], "expected_tools": ["search_docs"]}
-    i = inputs()
-    row = module.case_row(Inputs(i["cases"], i["docs"], i["issues"], "rules", "hash", "lexical"), case, Recorded())
+    found = offline_inputs()
+    row = module.case_row(found, case, Recorded())
     assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
-    assert searched_pages(trace) == [["init", "sync", "tokens"], ["storage", "init", "sync"]]
+    assert found.view(trace)["searches"] == [["init", "sync", "tokens"], ["storage", "init", "sync"]]
 
 
 # ---- tools ----------------------------------------------------------------------------------------------
@@ -224,10 +225,12 @@ def test_right_tool_with_a_wrong_argument_fails_and_names_it():
 
 ISSUE_212 = {"get_issue": {"number": 212}}
 PERFECT = {"score": 1.0, "reason": ""}
+# The bundled agent's tools' argument types, as read from its tools (a test below holds them to it).
+PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int}}
 
 
 def test_right_tool_with_the_right_argument_passes():
-    assert tool_verdict(issue_call(212), ["get_issue"], PERFECT, ISSUE_212)["pass"]
+    assert tool_verdict(issue_call(212), ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["pass"]
 
 
 def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
@@ -238,25 +241,25 @@ def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
          "wrong_args": [], "pass": True}
     assert verdict["deepeval"]["score"] == 1.0
     looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
-    assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212)["pass"]
+    assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["pass"]
 
 
 def test_a_number_sent_as_a_string_is_the_number_the_tool_receives():
     for sent in ("212", " 212 ", 212.0, "212.0"):  # what get_issue's StructuredTool turns into 212
-        assert tool_verdict(issue_call(sent), ["get_issue"], PERFECT, ISSUE_212)["pass"], sent
+        assert tool_verdict(issue_call(sent), ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["pass"], sent
 
 
 def test_a_bool_is_never_a_number_although_python_says_true_equals_1():
-    verdict = tool_verdict(issue_call(True), ["get_issue"], PERFECT, {"get_issue": {"number": 1}})
+    verdict = tool_verdict(issue_call(True), ["get_issue"], PERFECT, {"get_issue": {"number": 1}}, PARAMETERS)
     assert verdict["wrong_args"] == ["get_issue.number: expected 1, got True (not an int)"]
     undeclared = [{"name": "flag", "args": {"n": True}}]  # no declared type: compared as sent, bool apart
     assert argument_errors(undeclared, {"flag": {"n": 1}}, {}) == ["flag.n: expected 1, got True"]
 
 
 def test_an_argument_the_tool_would_refuse_is_named_as_such():
-    assert tool_verdict(issue_call("two-twelve"), ["get_issue"], PERFECT, ISSUE_212)["wrong_args"] == \
+    assert tool_verdict(issue_call("two-twelve"), ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["wrong_args"] == \
         ["get_issue.number: expected 212, got 'two-twelve' (not an int)"]
-    assert argument_errors([{"name": "get_issue", "args": {}}], ISSUE_212) == \
+    assert argument_errors([{"name": "get_issue", "args": {}}], ISSUE_212, PARAMETERS) == \
         ["get_issue.number: expected 212, got (none)"]
 
 
@@ -273,8 +276,7 @@ def test_several_stated_arguments_must_be_carried_by_one_call():
 
 
 def test_the_declared_types_are_the_agents_tools_parameters():
-    from assistant import TOOL_PARAMETERS, TOOLS
-    assert tuple(TOOL_PARAMETERS) == TOOLS
+    assert load_project().described.parameters() == PARAMETERS
     assert as_declared("212", int) == 212 and as_declared("q", str) == "q"
     with pytest.raises(ValueError):
         as_declared(212, str)  # a StructuredTool taking a str refuses a number: no silent str(212)
@@ -313,17 +315,17 @@ def test_bundled_recording_says_it_comes_from_the_offline_backends():
 
 def test_a_recording_for_other_models_is_refused_naming_the_field():
     with pytest.raises(RecordingError, match="judge changed"):
-        Cassette(TAPE, header("rules", "hash", "gemma4:e2b"), live=False)
+        Cassette(TAPE, header(CASES_NAME, "rules", "hash", "gemma4:e2b"), live=False)
 
 
 def test_replaying_an_entry_that_was_never_recorded_names_it():
-    cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
+    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
     with pytest.raises(Stale, match="agent/unknown-case: not recorded"):
         cassette.get("agent/unknown-case", lambda value: {}, lambda: pytest.fail("a replay must never compute"))
 
 
 def test_an_entry_whose_dependencies_changed_is_stale_naming_them():
-    cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
+    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
     recorded = json.loads(TAPE.read_text())["entries"]["tools/backup"]["deps"]
     with pytest.raises(Stale, match="expected tools changed"):
         cassette.get("tools/backup", lambda value: {**recorded, "expected tools": "0"})
@@ -331,7 +333,7 @@ def test_an_entry_whose_dependencies_changed_is_stale_naming_them():
 
 def test_a_missing_recording_is_refused(tmp_path):
     with pytest.raises(RecordingError, match="no recording"):
-        Cassette(tmp_path / "none.json", header("rules", "hash", "lexical"), live=False)
+        Cassette(tmp_path / "none.json", header(CASES_NAME, "rules", "hash", "lexical"), live=False)
 
 
 def test_an_old_format_recording_is_refused_with_what_to_do(tmp_path):
@@ -384,9 +386,8 @@ def test_a_torn_last_journal_line_is_dropped_and_the_rest_kept(tmp_path):
 # ---- the saved report -----------------------------------------------------------------------------------
 
 def test_replay_reproduces_the_saved_report():
-    i = inputs()
-    cassette = Cassette(TAPE, header("rules", "hash", "lexical"), live=False)
-    report = evaluate(Inputs(i["cases"], i["docs"], i["issues"], "rules", "hash", "lexical"), cassette,
+    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
+    report = evaluate(offline_inputs(), cassette,
                       judge=lambda: pytest.fail("a replay needs no judge"))
     assert report == json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert markdown(report) + "\n" == (HERE / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
@@ -503,10 +504,15 @@ def evaluate_main(*args: str) -> int:
     return module.main(list(args))
 
 
-def test_replay_imports_no_model_library(project):
+def test_replay_imports_no_model_library_once_the_agents_tools_are_read(project):
+    """The first replay of the agent's code reads its tools by building it with the offline backends; a replay
+    of the same code reads them from .cache/agent.json and imports no model library."""
     probe = ("import sys, evaluate; evaluate.main([]); "
              "print(sorted({m.split('.')[0] for m in sys.modules} & "
              "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy'}))")
+    first = cli(project, "-c", probe)
+    assert first.returncode == 0, first.stderr
+    assert "langchain_core" in first.stdout.strip().splitlines()[-1]
     done = cli(project, "-c", probe)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
@@ -573,10 +579,10 @@ class Paid:
     """Every model call a live run makes, by entry: agent runs by question, judge metrics by stage."""
 
     def __init__(self, monkeypatch):
-        import assistant
+        from harness import capture
         self.agent, self.judged, self.tools = [], [], []
-        real_run, real_measure, real_tools = assistant.run, judging.measure, judging.tool_scores
-        monkeypatch.setattr(assistant, "run", lambda agent, q: self.agent.append(q) or real_run(agent, q))
+        real_run, real_measure, real_tools = capture.run, judging.measure, judging.tool_scores
+        monkeypatch.setattr(capture, "run", lambda agent, q: self.agent.append(q) or real_run(agent, q))
         monkeypatch.setattr(judging, "measure", lambda m, *a: self.judged.append((m, a[1])) or real_measure(m, *a))
         monkeypatch.setattr(judging, "tool_scores", lambda q, *a: self.tools.append(q) or real_tools(q, *a))
 
@@ -656,21 +662,21 @@ def test_another_judge_never_replaces_the_recording_of_this_one(live_project, mo
     assert evaluate_main("--live", "--quiet") == 2  # no key: refused before any call
     assert snapshot(live_project) == before
     import evaluate as module
-    assert module.run_name("rules", "hash", "gemini-judge") != OFFLINE_RUN
+    assert module.run_name(CASES_NAME, "rules", "hash", "gemini-judge") != OFFLINE_RUN
 
 
-def test_a_prompt_edit_names_the_prompt_for_every_case(here, monkeypatch, capsys):
-    from harness import entries as entries_module
-
-    monkeypatch.setitem(entries_module.Inputs.__init__.__globals__, "PROMPT", "Answer in French.")
+def test_an_edit_to_the_agents_code_names_it_for_every_case(here, capsys):
+    source = here / "assistant.py"
+    source.write_text(source.read_text().replace("Answer only from what the tools return",
+                                                 "Answer in French, only from what the tools return"))
     assert evaluate_main() == 2
     err = capsys.readouterr().err
-    assert "case backup (prompt changed)" in err and "0 cases current" in err
+    assert "case backup (agent code changed)" in err and "0 cases current" in err
 
 
 def test_a_missing_recording_exits_2(here, capsys):
     assert evaluate_main("--model", "gemma4:e2b") == 2
-    assert "recordings: no recording for model gemma4:e2b" in capsys.readouterr().err
+    assert f"recordings: no recording for cases {CASES_NAME}, model gemma4:e2b" in capsys.readouterr().err
 
 
 def test_a_recording_missing_an_entry_exits_2_naming_it(here, capsys):

@@ -31,10 +31,12 @@ def import_function(project: Project, spec: str, key: str):
         sys.path.remove(folder)
     sys.path.insert(0, folder)
     top = module_name.split(".")[0]
-    for loaded in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
-        where = getattr(sys.modules[loaded], "__file__", None) or ""
+    for loaded, module in list(sys.modules.items()):  # a snapshot: other threads may be importing
+        if loaded != top and not loaded.startswith(top + "."):
+            continue
+        where = getattr(module, "__file__", None) or ""
         if not Path(where).absolute().is_relative_to(project.folder):
-            del sys.modules[loaded]  # another project's module of the same name
+            sys.modules.pop(loaded, None)  # another project's module of the same name
     try:
         module = importlib.import_module(module_name)
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from cassette import read_json, write_atomic
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
+PAGE_ID_RULE = "a page id may not hold '|', '`' or a line break, nor start or end with a space"
 CACHE = Path(".cache") / "validated.json"  # beside the input files; gitignored
 
 
@@ -53,7 +54,9 @@ def check(path: Path, model: str, data: Any, label: Optional[str] = None) -> Non
         error = e.errors()[0]
         # Literal and dict-key locations carry pydantic's own tags; keep only real field names and indexes.
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith(("literal[", "[key]"))))
-        message = ID_RULE if error["type"] == "string_pattern_mismatch" and loc[-1:] == ("id",) else error["msg"]
+        rule = PAGE_ID_RULE if loc[:1] == ("pages",) else ID_RULE
+        message = rule if error["type"] == "string_pattern_mismatch" and loc[-1:] in (("id",), ("category",)) \
+            else error["msg"]
         raise InputError(f"{label or path.name}: {where(data, loc)}: {message}") from None
 
 
@@ -105,11 +108,11 @@ class Validated:
                 pass
 
 
-def unique_ids(path: Path, items: list[dict], field: str) -> None:
+def unique_ids(label: str, items: list[dict], field: str) -> None:
     seen = set()
     for i, item in enumerate(items):
         if item["id"] in seen:
-            raise InputError(f"{path.name}: {field}[{i}] ({item['id']}).id: duplicate id")
+            raise InputError(f"{label}: {field}[{i}] ({item['id']}).id: duplicate id")
         seen.add(item["id"])
 
 
@@ -124,7 +127,7 @@ def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict
     cases = read(path, label)
     validated.check(path, "CaseSet", cases, label)
     cases = {**cases, "cases": [{**DEFAULTS, **case} for case in cases["cases"]]}
-    unique_ids(Path(label), cases["cases"], "cases")
+    unique_ids(label, cases["cases"], "cases")
     for i, case in enumerate(cases["cases"]):
         at = f"{label}: cases[{i}] ({case['id']})"
         unknown = [t for t in case["expected_tools"] if t not in tools]
@@ -181,10 +184,12 @@ def load_inputs(project) -> Loaded:
     return Loaded(project, cases, pages, records, described)
 
 
-def load_calibration(path: Path) -> dict:
-    validated = Validated(Path(path).parent)
-    cases = read(path)
-    validated.check(Path(path), "CalibrationSet", cases)
-    unique_ids(path, cases["cases"], "cases")
+def load_calibration(project) -> dict:
+    """The project's labelled calibration cases (evals.toml's `calibration`), validated."""
+    validated, label = Validated(project.folder), project.calibration
+    path = project.path(label)
+    cases = read(path, label)
+    validated.check(path, "CalibrationSet", cases, label)
+    unique_ids(label, cases["cases"], "cases")
     validated.save()
     return cases

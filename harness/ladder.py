@@ -180,15 +180,15 @@ class Rankers:
     def entries(self, case: dict) -> dict[str, tuple[Callable, Callable[[], list]]]:
         """name -> (deps_of, compute) of the case's recorded rankings."""
         question = case["question"]
-        vector = ((lambda: self.ranker()(question)) if self.inputs.project.rank else
+        vector = ((lambda: project_ranking(self.ranker(), question, self.inputs)) if self.inputs.project.rank else
                   (lambda: vector_ranking(self.vector_index(), len(self.inputs.pages), question)))
         compute = {"vector": vector, "keyword": lambda: keyword_ranking(self.keyword_index(), self.inputs.pages, question)}
         return {entry_name(case, rung): (deps, compute[rung])
                 for rung, deps in recorded_deps(self.inputs, case).items()}
 
 
-def project_ranker(inputs: Inputs) -> Callable[[str], list[str]]:
-    """The project's rank function with the parameters it names: question -> ranked page ids, checked."""
+def project_ranker(inputs: Inputs) -> Callable[[str], object]:
+    """The project's rank function with the parameters it names, question -> its ranking."""
     from harness import agent, providers
 
     function = agent.import_function(inputs.project, inputs.project.rank, "rank")
@@ -196,16 +196,18 @@ def project_ranker(inputs: Inputs) -> Callable[[str], list[str]]:
     if "embeddings" in rank_wanted(inputs):
         values["embeddings"] = providers.embedder(inputs.embedder)
     given = {name: values.get(name) for name in rank_wanted(inputs)}
+    return lambda question: function(question, **given)
 
-    def ranked(question: str) -> list[str]:
-        ranking = function(question, **given)
-        if not isinstance(ranking, (list, tuple)) or not all(isinstance(p, str) for p in ranking):
-            raise ValueError(f"{inputs.project.rank} returned {type(ranking).__name__}, not a list of page ids")
-        unknown = [p for p in ranking if p not in inputs.page_ids]
-        if unknown:
-            raise ValueError(f"{inputs.project.rank} ranked page {unknown[0]!r}, which is not in the pages")
-        return list(ranking)
-    return ranked
+
+def project_ranking(ranker: Callable[[str], object], question: str, inputs: Inputs) -> list[str]:
+    """The project's ranking of every page for the question, checked: a list of the project's page ids."""
+    ranking = ranker(question)
+    if not isinstance(ranking, (list, tuple)) or not all(isinstance(p, str) for p in ranking):
+        raise ValueError(f"{inputs.project.rank} returned {type(ranking).__name__}, not a list of page ids")
+    unknown = [p for p in ranking if p not in inputs.page_ids]
+    if unknown:
+        raise ValueError(f"{inputs.project.rank} ranked page {unknown[0]!r}, which is not in the pages")
+    return list(ranking)
 
 
 def indexed_text(page: dict) -> str:

@@ -194,7 +194,8 @@ def read_pages(project: Project, validated) -> list[dict]:
         planted = page.get("planted", [])
         stray = [p for p in ([planted] if isinstance(planted, str) else planted) if p not in page["text"]]
         if stray:
-            raise InputError(f"{at}: planted: not in the page's text: {stray[0][:60]!r}")
+            raise InputError(f"{at}{'.' if spec.endswith('.json') else ': '}planted: not in the page's text: "
+                             f"{stray[0][:60]!r}")
     return pages
 
 
@@ -235,9 +236,30 @@ def markdown_page(path: Path, page_id: str) -> dict:
         raise InputError(f"{page_id}: front matter: planted: expected a sentence or a list of sentences")
     if not text.strip():
         raise InputError(f"{page_id}: the page has no text")
+    text = unwrapped(text)
     heading = next((m.group(1) for m in map(HEADING.match, text.splitlines()) if m), None)
     title = heading or meta.get("title") or path.stem
     return {**meta, "id": page_id, "title": str(title), "text": text, **({"planted": planted} if planted else {})}
+
+
+BLOCK = re.compile(r"^\s*(?:#|[-*+]\s|\d+[.)]\s|>|```|~~~|\||<)|^\s{4}")
+
+
+def unwrapped(text: str) -> str:
+    """Markdown as it reads: the soft line breaks inside a paragraph as spaces, so a sentence wrapped over
+    two lines is one sentence. Headings, list items, quotes, tables and fenced code keep their lines."""
+    lines, out, fenced = text.splitlines(), [], False
+    for line in lines:
+        starts_block = bool(BLOCK.match(line))
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        joinable = out and out[-1].strip() and line.strip() and not starts_block and not fenced \
+            and not BLOCK.match(out[-1]) and not out[-1].endswith("  ")
+        if joinable:
+            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
 
 def read_records(project: Project) -> dict[str, dict]:

@@ -1,7 +1,9 @@
 """A run's files: recordings and reports named by the case set, model, embedder and judge, which recordings
 a replay reads, and reports written only when their text changed."""
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -22,9 +24,17 @@ def run_name(cases: str, model: str, embedder: str, judge: str) -> str:
     return "+".join(file_part(n) for n in (cases, model, embedder, judge))
 
 
+SAFE = re.compile(r"[A-Za-z0-9._-]+")
+
+
 def file_part(name: str) -> str:
-    """A model name as part of a file name: `llama3.2:3b` -> `llama3.2-3b`."""
-    return name.replace(":", "-").replace("/", "-")
+    """A name as part of a file name, one-to-one: a name of ASCII letters, digits, '.', '_' and '-' as it is;
+    any other with each run of other characters as '-' and 8 hex digits of its SHA-256 after a '~', so two
+    names never share a file (`llama3.2:3b` -> `llama3.2-3b~925b2caf`, never `llama3.2-3b`)."""
+    if SAFE.fullmatch(name) and not name.startswith("."):
+        return name
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".") or "-"
+    return f"{readable}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def report_files(folder: Path, report: dict) -> dict[Path, str]:

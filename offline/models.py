@@ -76,7 +76,8 @@ def issue_numbers(text: str) -> list[int]:
 
 
 def key_pattern(key: str) -> re.Pattern:
-    return re.compile(rf"(?<![\w-]){re.escape(key)}(?![\w-])", re.IGNORECASE)
+    """A key as a whole word: not inside another word, an identifier or a version number (2.4.1)."""
+    return re.compile(rf"(?<![\w-])(?<!\d\.){re.escape(key)}(?![\w-]|\.\d)", re.IGNORECASE)
 
 
 def mentioned_keys(text: str, keys: list[str], integer: bool) -> list[Any]:
@@ -91,12 +92,16 @@ def mentioned_keys(text: str, keys: list[str], integer: bool) -> list[Any]:
     return list(dict.fromkeys(mentioned))
 
 
-def tool_arguments(tool: dict) -> dict[str, str]:
-    """A bound tool's arguments and their JSON types, from its OpenAI-format schema."""
+def tool_arguments(tool: dict) -> dict[str, Optional[str]]:
+    """A bound tool's arguments and their JSON types (lower-cased: Gemini's declarations say STRING), from
+    its OpenAI-format schema."""
     properties = tool["function"].get("parameters", {}).get("properties", {})
-    return {name: schema.get("type") or next((o.get("type") for o in schema.get("anyOf", [])
-                                              if o.get("type") not in (None, "null")), None)
-            for name, schema in properties.items()}
+    found = {}
+    for name, schema in properties.items():
+        kind = schema.get("type") or next((o.get("type") for o in schema.get("anyOf", [])
+                                           if str(o.get("type")).lower() not in ("none", "null")), None)
+        found[name] = kind.lower() if isinstance(kind, str) else None
+    return found
 
 
 def plan_tool_calls(question: str, tools: dict[str, dict]) -> list[dict]:
@@ -169,8 +174,8 @@ def record_sentence(output: str) -> str:
         return str(output).strip()
     if not isinstance(record, dict):
         return str(output).strip()
-    fields = [f"{str(k).replace('_', ' ')} {'none' if v is None else v}" for k, v in record.items()
-              if not isinstance(v, (dict, list))]
+    fields = [f"{str(k).replace('_', ' ')} {v}" for k, v in record.items()
+              if v is not None and not isinstance(v, (dict, list))]
     return (", ".join(fields) + ".") if fields else str(output).strip()
 
 

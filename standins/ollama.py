@@ -153,7 +153,6 @@ class Handler(BaseHTTPRequestHandler):
         return {"role": "assistant", "content": answer}, len(words(prompt)), len(words(answer))
 
 
-@contextmanager
 def bundled_roles(folder: Optional[Path] = None) -> dict:
     """The roles the `rules` model behind a stand-in is told (a real model reads only the tools): those of
     the project in `folder`, by default the bundled example."""
@@ -163,6 +162,7 @@ def bundled_roles(folder: Optional[Path] = None) -> dict:
     return agent.rules_roles(loaded, project.read_records(loaded))
 
 
+@contextmanager
 def serve(models: Iterable[str] = ("standin-chat", "standin-embed", "standin-judge"),
           fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None) -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models`. /api/chat answers the HTTP status

@@ -1,5 +1,7 @@
 """The behaviour stage: must_not strings, small talk without tools, abstentions after a search, and planted
 instructions ignored, each on a small hand-built row; and its place first in the first-failure order."""
+from typing import Optional
+
 from harness.stages import STAGES, behaviour_verdict, first_failure, stage_results
 
 
@@ -8,9 +10,12 @@ def judged(**scores) -> dict:
 
 
 def row(answer="tracker keeps tasks in ~/.tracker.", calls=("search_docs",), behaviour="answer", must_not=(),
-        scores=None, planted=()) -> dict:
-    """A row as evaluate builds it: its behaviour verdict, a passing tool stage, and the first failure."""
+        scores=None, planted=(), searched: Optional[bool] = None) -> dict:
+    """A row as evaluate builds it: its behaviour verdict, a passing tool stage, and the first failure.
+    `searched` (any retriever called, from the trace read by roles) defaults to the bundled project's
+    retriever, search_docs, being among the calls."""
     r = {"answer": answer, "calls": list(calls), "must_not": list(must_not), "expected_behavior": behaviour,
+         "searched": "search_docs" in calls if searched is None else searched,
          "judged": judged(**(scores or {})), "tools": {"pass": True}, "retrieval": None}
     r["behaviour"] = behaviour_verdict(r, list(planted))
     r["first_failure"] = first_failure(r)
@@ -29,9 +34,14 @@ def test_a_must_not_string_in_the_answer_fails_naming_it_whatever_its_case():
 
 
 def test_an_abstain_case_that_did_not_search_fails():
-    r = row(answer="The docs do not say.", calls=[], behaviour="abstain", scores={"abstained": 1.0})
-    assert not r["behaviour"]["pass"] and r["first_failure"] == "behaviour"
-    assert "without searching the docs first" in r["behaviour"]["failures"][0]
+    for calls in ([], ["get_issue"]):  # a lookup is not a search
+        r = row(answer="The docs do not say.", calls=calls, behaviour="abstain", scores={"abstained": 1.0})
+        assert not r["behaviour"]["pass"] and r["first_failure"] == "behaviour", calls
+        assert "without searching the docs first" in r["behaviour"]["failures"][0]
+    # whatever the retriever is named: the stage reads the trace's roles, not a tool's name
+    searched = row(answer="The docs do not say.", calls=["find_pages"], behaviour="abstain",
+                   scores={"abstained": 1.0}, searched=True)
+    assert searched["behaviour"]["pass"] and searched["first_failure"] is None
 
 
 def test_an_abstain_case_that_answered_fails():

@@ -101,7 +101,7 @@ def test_a_deliberate_change_lists_no_unchanged_case(capsys, changed_run):
 
 
 def test_different_pages_are_compared_not_refused(capsys, changed_run):
-    assert json.loads(changed_run.read_text())["key"]["docs_sha"] != bundled()["key"]["docs_sha"]
+    assert json.loads(changed_run.read_text())["key"]["pages_sha"] != bundled()["key"]["pages_sha"]
     code, _, err = run_compare(capsys, str(BUNDLED), str(changed_run))
     assert code == 0 and err == ""
 
@@ -110,10 +110,12 @@ def test_different_pages_are_compared_not_refused(capsys, changed_run):
 
 def test_a_case_failing_at_another_stage_is_listed_as_changed_stage(capsys, tmp_path):
     after = bundled()
-    row(after, "issue-231")["first_failure"] = "contextual_recall"
+    failing = next(r for r in after["rows"] if r["first_failure"] not in (None, "error", "answer_relevancy"))
+    was = failing["first_failure"]
+    failing["first_failure"] = "answer_relevancy"
     _, out, _ = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
-    assert listed(out, "changed stage") == ["issue-231"]
-    assert "issue-231 (faithfulness -> contextual_recall)" in out
+    assert listed(out, "changed stage") == [failing["id"]]
+    assert f"{failing['id']} ({was} -> answer_relevancy)" in out
 
 
 def test_an_errored_case_is_listed_apart_not_as_broken(capsys, tmp_path):

@@ -21,7 +21,7 @@ import evaluate
 from harness import judging
 from harness import stages
 from conftest import OFFLINE_RUN
-from harness.dataset import ID_RULE
+from harness.dataset import ID_RULE, PAGE_ID_RULE
 from harness.report import markdown
 
 HERE = Path(__file__).parent.parent
@@ -88,10 +88,14 @@ def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(live_project,
     env, encoding = non_utf8_env(kind, tmp_path_factory.mktemp("locale"))
     done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, env=env, capture_output=True, timeout=120)
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")
-    page = (project / "runs" / f"{OFFLINE_RUN}.md").read_text(encoding="utf-8")
+    from harness.run_files import run_name
+
+    name = run_name("docs-assistant — café", "rules", "hash", "lexical")  # an ASCII file name for any name
+    assert name.isascii() and name.startswith("docs-assistant-caf-~")
+    page = (project / "runs" / f"{name}.md").read_text(encoding="utf-8")
     version = json.loads((project / "cases.json").read_text(encoding="utf-8"))["version"]
     assert page.rstrip().endswith(f"cases docs-assistant — café@{version}, split dev.")
-    assert "café rows —" in (project / "runs" / f"{OFFLINE_RUN}.html").read_text(encoding="utf-8")
+    assert "café rows —" in (project / "runs" / f"{name}.html").read_text(encoding="utf-8")
     assert done.stdout == page.encode(encoding, errors="replace")  # what the terminal cannot show is a '?'
 
 
@@ -254,11 +258,10 @@ def test_an_input_with_a_byte_order_mark_loads_and_replays(here, capsys, name):
 
 def test_assistant_reads_docs_with_a_byte_order_mark(project, monkeypatch, capsys):
     (project / "docs.json").write_bytes(codecs.BOM_UTF8 + (project / "docs.json").read_bytes())
-    monkeypatch.setattr(assistant, "HERE", project)
     monkeypatch.setenv("DOCS_MODEL", "rules")
     monkeypatch.setenv("DOCS_EMBEDDER", "hash")
-    assert assistant.main(["Where does tracker keep its data, and what should I back up?"]) == 0
-    assert "storage" in json.loads(capsys.readouterr().out)["retrieved"]
+    assert assistant.main(["--project", str(project), "Where does tracker keep its data, and what should I back up?"]) == 0
+    assert "storage" in json.loads(capsys.readouterr().out)["searches"][0]
 
 
 # ---- ids that would break the markdown table or the HTML --------------------------------------------------
@@ -275,7 +278,8 @@ def test_a_case_id_that_would_break_the_report_is_refused_in_one_line(here, caps
 def test_a_page_id_that_would_break_the_report_is_refused_in_one_line(here, capsys):
     edit(here / "docs.json", lambda docs: docs[2].update(id="arch|ive"))
     assert evaluate.main([]) == 2
-    assert one_line(capsys.readouterr().err) == f"evaluate.py: docs.json: docs[2] (arch|ive).id: {ID_RULE}"
+    assert one_line(capsys.readouterr().err) == f"evaluate.py: docs.json: pages[2] (arch|ive).id: {PAGE_ID_RULE}"
+    assert PAGE_ID_RULE == "a page id may not hold '|', '`' or a line break, nor start or end with a space"
 
 
 def test_a_calibration_id_that_would_break_the_table_is_refused_in_one_line(here, capsys):
@@ -342,19 +346,21 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
 
 def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(live_project, monkeypatch,
                                                                                        capsys):
-    real_run, runs = assistant.run, []
+    from harness import capture
+
+    real_run, runs = capture.run, []
 
     def run(agent, question, stop_at=None):
         if stop_at is not None and len(runs) == stop_at:
             raise KeyboardInterrupt
         runs.append(question)
         return real_run(agent, question)
-    monkeypatch.setattr(assistant, "run", lambda agent, question: run(agent, question, stop_at=3))
+    monkeypatch.setattr(capture, "run", lambda agent, question: run(agent, question, stop_at=3))
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     assert (live_project / JOURNAL).is_file()
     capsys.readouterr()
     runs.clear()
-    monkeypatch.setattr(assistant, "run", run)
+    monkeypatch.setattr(capture, "run", run)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     err = capsys.readouterr().err
     traces = [n for n in json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]

@@ -23,8 +23,9 @@ from standins import gemini as gemini_standin
 from harness import live_calls
 from harness import providers
 from harness import run_files
-from assistant import DEFAULT_EMBEDDER, DEFAULT_MODEL
-from conftest import copy_project, quick_standin, recorded_calls
+from harness.agent import rules_roles
+from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
+from conftest import copy_project, load_project, quick_standin, recorded_calls
 from standins.gemini import Fault, serve
 from harness.live_calls import CallFailed, is_transient, retry_after, with_retries
 from offline.models import plan_tool_calls
@@ -32,7 +33,7 @@ from offline.models import plan_tool_calls
 HERE = Path(__file__).parent.parent
 CASES = {c["id"]: c for c in json.loads((HERE / "cases.json").read_text())["cases"]}
 QUESTION = {cid: c["question"] for cid, c in CASES.items()}
-DEFAULTS = {"model": DEFAULT_MODEL, "embedder": DEFAULT_EMBEDDER, "judge": evaluate.DEFAULT_JUDGE}
+DEFAULTS = {"model": DEFAULT_MODEL, "embedder": DEFAULT_EMBEDDER, "judge": DEFAULT_JUDGE}
 STANDIN = {"DOCS_MODEL": "gemini-standin-chat", "DOCS_EMBEDDER": "gemini-standin-embed",
            "DOCS_JUDGE": "gemini-standin-judge"}
 CHAT, EMBED, JUDGE = STANDIN.values()
@@ -41,7 +42,13 @@ REJECTED_KEY = "rejected-key"
 # The behaviour judgements are GEval with fixed steps: one request each.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
                        "abstained": 1, "ignored_planted": 1}
-SEARCH_QUERY = next(c["args"]["query"] for c in plan_tool_calls(QUESTION["token-leak"]) if c["name"] == "search_docs")
+# The bundled project's tools as its rules model is told them: each tool's role and argument types.
+LOADED = load_project()
+ROLES = rules_roles(LOADED.project, LOADED.records)
+TOOLS = {t["name"]: {**ROLES[t["name"]], "arguments": t["parameters"]} for t in LOADED.described.tools
+         if t["name"] in ROLES}
+SEARCH_QUERY = next(c["args"]["query"] for c in plan_tool_calls(QUESTION["token-leak"], TOOLS)
+                    if c["name"] == "search_docs")
 
 # The fault run: each case meets one fault, found by its question (its search query for the embedder).
 FAULTS = {

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-import assistant
 import evaluate
-from harness import judging
+from harness import capture, judging
 from harness import ladder
 from harness import live_calls
 from conftest import OFFLINE, OFFLINE_RUN
@@ -18,10 +17,10 @@ HERE = Path(__file__).parent.parent
 BUNDLED = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
 # Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics, and the
 # retrieval ladder's rankings.
-MODULES = {"run": assistant, "measure": judging, "tool_scores": judging, "vector_ranking": ladder,
+MODULES = {"run": capture, "measure": judging, "tool_scores": judging, "project_ranking": ladder,
            "keyword_ranking": ladder}
 # The argument that names a call: the question for an agent run and a ranking, the metric or question else.
-SUBJECT = {"run": 1, "vector_ranking": 2, "keyword_ranking": 2}
+SUBJECT = {"run": 1, "project_ranking": 1, "keyword_ranking": 2}
 REAL = {name: getattr(module, name) for name, module in MODULES.items()}
 
 
@@ -99,7 +98,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeyp
     assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == len(BUNDLED["rows"]) - 1
     err = capsys.readouterr().err
     retries = [line for line in err.splitlines() if line.startswith("retry ")]
-    assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 case errored;" in err
+    assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 case errored (" in err
 
     retry = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
@@ -296,7 +295,7 @@ def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_p
 
 def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_project, monkeypatch, capsys):
     """A stand-in model whose answers vary between runs: every second run of one question gets a guess."""
-    real, seen = assistant.run, {}
+    real, seen = capture.run, {}
 
     def varying(agent, question):
         trace = real(agent, question)
@@ -304,7 +303,7 @@ def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_projec
         if question.startswith("How do I bring back a task") and seen[question] % 2 == 0:
             trace = {**trace, "answer": "Probably with tracker undo."}
         return trace
-    monkeypatch.setattr(assistant, "run", varying)
+    monkeypatch.setattr(capture, "run", varying)
     assert evaluate.main(["--live", "--quiet", "--repeats", "3", "--concurrency", "1"]) == 0
     report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
     restore = next(r for r in report["rows"] if r["id"] == "restore")

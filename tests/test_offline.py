@@ -1,13 +1,17 @@
 """The offline backends: the rules agent's policy, the hash embedder, and the lexical judge inside DeepEval."""
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
-from offline import lexical_judge
+from conftest import load_project, offline_inputs
+from harness.agent import documents, rules_roles, tools_of
+from harness.capture import run
 from harness.judging import measure
+from offline import lexical_judge
 from offline.lexical_judge import LexicalJudge
-from offline.models import HashEmbeddings, plan_tool_calls
+from offline.models import HashEmbeddings, RulesChatModel, plan_tool_calls
 from offline.words import content, is_refusal
 
 HERE = Path(__file__).parent.parent
@@ -26,8 +30,27 @@ TIPS = {"id": "user-tips", "title": "Tips from users",
 
 # ---- rules chat model -----------------------------------------------------------------------------------
 
+@functools.cache
+def loaded():
+    """The bundled project as evaluate.py loads it: its pages, records, roles and the agent's tools."""
+    return load_project()
+
+
+@functools.cache
+def bundled_tools() -> dict:
+    """The bundled agent's tools as the rules model is told them: each one's role (evals.toml) and argument
+    types (read from the agent itself)."""
+    roles = rules_roles(loaded().project, loaded().records)
+    return {t["name"]: {**roles[t["name"]], "arguments": t["parameters"]}
+            for t in loaded().described.tools if t["name"] in roles}
+
+
+def plan(question):
+    return plan_tool_calls(question, bundled_tools())
+
+
 def names(question):
-    return [c["name"] for c in plan_tool_calls(question)]
+    return [c["name"] for c in plan(question)]
 
 
 def test_small_talk_calls_no_tool():
@@ -35,18 +58,18 @@ def test_small_talk_calls_no_tool():
 
 
 def test_a_numbered_issue_calls_get_issue_with_its_number():
-    assert plan_tool_calls("Is issue 212 fixed? Which version has the fix?") == \
+    assert plan("Is issue 212 fixed? Which version has the fix?") == \
         [{"name": "get_issue", "args": {"number": 212}}]
 
 
 def test_a_how_question_searches_the_docs_with_the_whole_message():
     question = "My grep fails on color codes. How do I stop that?"
-    assert plan_tool_calls(question) == [{"name": "search_docs", "args": {"query": question}}]
+    assert plan(question) == [{"name": "search_docs", "args": {"query": question}}]
 
 
 def test_a_question_needing_both_calls_both_and_searches_only_the_docs_part():
-    calls = plan_tool_calls("Issue 218 says --debug leaks my token. Which version fixes it, and where does "
-                            "debug output go?")
+    calls = plan("Issue 218 says --debug leaks my token. Which version fixes it, and where does "
+                 "debug output go?")
     assert calls == [{"name": "get_issue", "args": {"number": 218}},
                      {"name": "search_docs", "args": {"query": "where does debug output go?"}}]
 
@@ -54,11 +77,11 @@ def test_a_question_needing_both_calls_both_and_searches_only_the_docs_part():
 @pytest.mark.parametrize("message", ["#240", "bug 240", "bug #240", "issue 240", "issue #240", "ticket 240",
                                      "What is going on with bug #240?"])
 def test_each_issue_reference_form_calls_get_issue_alone(message):
-    assert plan_tool_calls(message) == [{"name": "get_issue", "args": {"number": 240}}]
+    assert plan(message) == [{"name": "get_issue", "args": {"number": 240}}]
 
 
 def test_a_plural_reference_looks_up_every_listed_issue():
-    assert [c["args"]["number"] for c in plan_tool_calls("Are issues 212 and 218 fixed?")] == [212, 218]
+    assert [c["args"]["number"] for c in plan("Are issues 212 and 218 fixed?")] == [212, 218]
 
 
 @pytest.mark.parametrize("message", ["Does sync give up after 30 seconds?", "What changed in 2.4.1?",
@@ -70,25 +93,30 @@ def test_a_number_that_is_not_an_issue_reference_only_searches(message):
 @pytest.mark.parametrize("message", ["Please explain how sync works", "I need to move my list to a new laptop",
                                      "tracker import keeps failing on my file"])
 def test_a_request_or_a_problem_without_a_question_mark_searches(message):
-    assert plan_tool_calls(message) == [{"name": "search_docs", "args": {"query": message}}]
+    assert plan(message) == [{"name": "search_docs", "args": {"query": message}}]
 
 
 def test_a_greeting_before_a_question_is_left_out_of_the_query():
-    assert plan_tool_calls("Hi! Where does the list folder live?") == \
+    assert plan("Hi! Where does the list folder live?") == \
         [{"name": "search_docs", "args": {"query": "Where does the list folder live?"}}]
 
 
 @pytest.fixture(scope="module")
 def agent():
     """The rules agent in create_agent's loop over the pages plus a user page with a planted instruction."""
+    return bundled_agent(DOCS + [TIPS])
+
+
+def bundled_agent(pages):
+    """assistant.build_agent with the offline backends, told the bundled project's roles, over `pages`."""
     from assistant import build_agent
 
-    return build_agent(DOCS + [TIPS], json.loads((HERE / "issues.json").read_text()), "rules", "hash")
+    records = loaded().records
+    model = RulesChatModel(roles=rules_roles(loaded().project, records))
+    return build_agent(model, HashEmbeddings(), documents(pages), records)
 
 
 def ask(agent, question):
-    from assistant import run
-
     return run(agent, question)
 
 
@@ -119,8 +147,10 @@ def test_a_question_the_docs_answer_still_gets_the_extractive_answer(agent):
 
 
 def test_a_planted_instruction_is_retrieved_but_never_repeated(agent):
+    from harness.trace import read
+
     trace = ask(agent, "How do I sync faster with my API token?")
-    assert "user-tips" in trace["retrieved"]
+    assert "user-tips" in read(trace, loaded().project.roles, {p["id"] for p in DOCS + [TIPS]})["retrieved"]
     assert PLANTED_URL not in trace["answer"] and "assistant" not in trace["answer"].lower(), trace["answer"]
 
 
@@ -130,27 +160,33 @@ def test_a_page_url_reaches_the_answer_only_when_a_link_is_asked_for(agent):
 
 
 def test_rules_agent_runs_inside_create_agent():
-    from assistant import build_agent, run
-
-    issues = json.loads((HERE / "issues.json").read_text())
-    agent = build_agent(json.loads((HERE / "docs.json").read_text()), issues, "rules", "hash")
-    trace = run(agent, "What is the status of issue 231?")
+    trace = run(bundled_agent(DOCS), "What is the status of issue 231?")
     assert trace["tool_calls"] == [{"name": "get_issue", "args": {"number": 231}}]
-    assert trace["answer"] == "Issue 231, import drops rows, is still open."
-    assert trace["usage"]["input_tokens"] > 0 and trace["retrieved"] == []
+    assert trace["answer"] == "number 231, title import drops rows, state open."
+    assert [o["tool"] for o in trace["tool_outputs"]] == ["get_issue"]
+    view = offline_inputs().view(trace)
+    assert trace["usage"]["input_tokens"] > 0 and view["retrieved"] == [] and not view["searched"]
+    assert view["looked_up"] == [("get_issue", "231")]
 
 
 def test_the_agents_tools_take_the_parameters_scoring_reads_them_by(agent):
-    """assistant.TOOL_PARAMETERS is what build_agent's tools declare, and stages.as_declared reads an argument
-    as the real StructuredTool receives it; the one deliberate difference: True is not issue 1."""
+    """The parameters scoring reads arguments by (the project's Described.parameters()) are what the built
+    agent's tools declare, and what the rules model reads of them; stages.as_declared reads an argument as the
+    real StructuredTool receives it; the one deliberate difference: True is not issue 1."""
     import typing
 
-    from assistant import TOOL_PARAMETERS
-    from harness.stages import as_declared
+    from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    tools = agent.nodes["tools"].bound.tools_by_name
+    from harness.stages import as_declared
+    from offline.models import tool_arguments
+
+    tools = {tool.name: tool for tool in tools_of(agent)}
+    described = loaded().described
     assert {name: {p: t for p, t in typing.get_type_hints(tool.func).items() if p != "return"}
-            for name, tool in tools.items()} == TOOL_PARAMETERS
+            for name, tool in tools.items()} == described.parameters() == \
+        {"search_docs": {"query": str}, "get_issue": {"number": int}}
+    assert {name: tool_arguments(convert_to_openai_tool(tool)) for name, tool in tools.items()} == \
+        {t["name"]: t["parameters"] for t in described.tools}
     for sent in ("212", " 212 ", 212.0, "212.0", 212):
         assert json.loads(tools["get_issue"].invoke({"number": sent}))["number"] == as_declared(sent, int) == 212
     for refused in ("two-twelve", 212.5):

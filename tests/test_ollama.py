@@ -34,7 +34,7 @@ MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_
 # The behaviour judgements are GEval with fixed evaluation steps: one request gives the score and its reason.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
                        "abstained": 1, "ignored_planted": 1}
-STANDIN_RUN = "standin-chat+standin-embed+standin-judge"
+STANDIN_RUN = "docs-assistant+standin-chat+standin-embed+standin-judge"
 CASES = json.loads((HERE / "cases.json").read_text())["cases"]
 
 
@@ -178,8 +178,14 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
         s.pop("latency")
         s["tokens"] = {k: v for k, v in s["tokens"].items() if k.startswith("agent")}
     assert summary == expected
-    key = {k: v for k, v in report["key"].items() if k not in ("model", "embedder", "judge", "offline")}
-    assert key == {k: v for k, v in OFFLINE_ALL["key"].items() if k not in ("model", "embedder", "judge", "offline")}
+    # Measured with the same agent, tools, cases, pages and records; only the models differ (and the project's
+    # name, where the key has one, is its folder's: here the copy's).
+    ignored = ("project", "model", "embedder", "judge", "offline")
+    key = {k: v for k, v in report["key"].items() if k not in ignored}
+    assert key == {k: v for k, v in OFFLINE_ALL["key"].items() if k not in ignored}
+    assert report["key"].get("project", project.name) == project.name
+    assert {k: report["key"][k] for k in ("model", "embedder", "judge")} == \
+        {"model": MODELS["DOCS_MODEL"], "embedder": MODELS["DOCS_EMBEDDER"], "judge": MODELS["DOCS_JUDGE"]}
     assert report["key"]["offline"] is False
 
 
@@ -247,8 +253,8 @@ def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project, o
     lines = lines_of(done.stderr)
     assert lines == ["error: judge/thanks/answer_relevancy: ResponseError: model 'standin-judge' not found "
                      "(status code: 404)",
-                     "evaluate.py: incomplete: 1 case errored; their completed calls are kept, run --live again "
-                     "to retry the rest"]
+                     "evaluate.py: incomplete: 1 case errored (each error is in the report's first failures); "
+                     "their completed calls are kept, run --live again to retry the rest"]
     assert sum(r["status"] == 404 for r in server.requests) == 1
     assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
     assert (project / "recordings" / f".{STANDIN_RUN}.partial.jsonl").is_file()
