@@ -16,10 +16,10 @@ LEVELS = (1, 2, 4, 8)
 
 
 def copy_project(into: Path) -> None:
-    for pattern in ("*.py", "*.json"):
+    """The bundled project's agent and inputs (not its recordings); the harness runs it with --project."""
+    for pattern in ("evals.toml", "assistant.py", "*.json"):
         for src in PROJECT.glob(pattern):
-            if not src.name.startswith("test_"):
-                shutil.copy(src, into / src.name)
+            shutil.copy(src, into / src.name)
 
 
 def main() -> int:
@@ -27,19 +27,19 @@ def main() -> int:
     os.environ.update({"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"})
     with tempfile.TemporaryDirectory() as folder:
         copy_project(Path(folder))
-        sys.path.insert(0, folder)
+        sys.path.insert(0, str(PROJECT))
         import evaluate
-        import lexical_judge  # noqa: F401  (warm the imports, so only calls are timed)
-        from offline import models  # noqa: F401
+        from harness import project
+        from offline import lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
 
-        inputs = evaluate.load_inputs(Path(folder))
+        loaded = evaluate.load_inputs(project.load(Path(folder)))
         print(f"injected latency {os.environ['DOCS_OFFLINE_LATENCY_MS']} ms per model call, "
-              f"{len(inputs[0]['cases'])} cases\n")
+              f"{len(loaded.cases['cases'])} cases\n")
         print(f"{'N':>3}  {'wall':>8}  {'speed-up':>8}  {'target 0.8xN':>12}")
         base = None
         for n in LEVELS:
             start = time.perf_counter()
-            report, _, _ = evaluate.record(*inputs, "rules", n, rerecord=True, quiet=True)
+            report, _, _ = evaluate.record(loaded, "rules", n, rerecord=True, quiet=True)
             wall = time.perf_counter() - start
             assert not report["summary"]["errors"], "a call failed; the timing would mean nothing"
             base = base or wall

@@ -14,24 +14,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import grown_project  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 EDITED = 500
 # Counts the agent runs and judge metrics a live run makes, then records as `evaluate.py --live` does.
 CHILD = """
-import sys, time, assistant, judging, evaluate
+import sys, time, evaluate
+from harness import capture, judging
 calls = {"agent": [], "judge": 0}
-run, measure = assistant.run, judging.measure
-assistant.run = lambda agent, q: calls["agent"].append(q) or run(agent, q)
+run, measure = capture.run, judging.measure
+capture.run = lambda agent, q: calls["agent"].append(q) or run(agent, q)
 judging.measure = lambda *a: calls.__setitem__("judge", calls["judge"] + 1) or measure(*a)
 start = time.perf_counter()
-code = evaluate.main(["--live", "--quiet"])
+code = evaluate.main(["--project", sys.argv[1], "--live", "--quiet"])
 print(f"{code} {time.perf_counter() - start:.2f} {len(calls['agent'])} {calls['judge']}", file=sys.stderr)
 """
 
 
 def live(folder: str) -> tuple[int, float, int, int]:
     env = {**os.environ, "DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
-    done = subprocess.run([sys.executable, "-c", CHILD], cwd=folder, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", CHILD, folder], cwd=ROOT, env=env, capture_output=True, text=True)
     code, took, agents, judged = done.stderr.strip().splitlines()[-1].split()
     return int(code), float(took), int(agents), int(judged)
 

@@ -12,16 +12,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import grown_project  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 SIZES = [int(a) for a in sys.argv[1:]] or [50, 500, 5000]
 CHILD = """
 import sys, time
 from offline import lexical_judge, models  # imports warmed before the clock starts
 import evaluate
+from harness import project
 from harness.dataset import load_inputs
 
-cases, docs, issues = load_inputs(evaluate.HERE)
+loaded = load_inputs(project.load(sys.argv[1]))
 start = time.perf_counter()
-report, cassette, errors = evaluate.record(cases, docs, issues, "rules", 4, True, True)
+report, cassette, errors = evaluate.record(loaded, "rules", 4, True, True)
 took = time.perf_counter() - start
 assert not errors
 print(f"{took:.3f} {len(cassette.used)}")
@@ -34,8 +36,8 @@ def timed_run(n: int) -> tuple[float, int]:
         grown_project(Path(folder), n)
         env = {**os.environ, "DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
         env.pop("DOCS_OFFLINE_LATENCY_MS", None)
-        done = subprocess.run([sys.executable, "-c", CHILD], cwd=folder, env=env, capture_output=True, text=True,
-                              check=True)
+        done = subprocess.run([sys.executable, "-c", CHILD, folder], cwd=ROOT, env=env, capture_output=True,
+                              text=True, check=True)
         took, entries = done.stdout.split()
         return float(took), int(entries)
 

@@ -3,8 +3,9 @@ turn (so a busy moment on a shared machine falls on all of them alike), medians 
 
     python benchmarks/replay_cpu.py [N]
 
-It runs in a temporary copy of the project; `evaluate.py cold` deletes the input-validation cache first,
-`evaluate.py warm` finds the one the previous run left. The children write and read bytecode as Python
+It replays a temporary copy of the bundled project (`evaluate.py --project COPY`); `evaluate.py cold`
+deletes the copy's .cache first (the input-validation stamps and the agent's tools, which a cold replay
+reads by building the agent), `evaluate.py warm` finds the one the previous run left. The children write and read bytecode as Python
 does by default (PYTHONDONTWRITEBYTECODE is dropped), so the project's modules are compiled once, not
 every run.
 """
@@ -19,14 +20,14 @@ import time
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
-COPIED = ("*.py", "*.json", "recordings/*.json", "runs/*")
+COPIED = ("evals.toml", "assistant.py", "*.json", "recordings/*.json", "runs/*")
 CACHE = ".cache"
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def copy_project(into: Path) -> None:
-    """The code, inputs, recordings and reports, as conftest.copy_project copies them."""
+    """The project's agent, inputs, recordings and reports."""
     for pattern in COPIED:
         for src in PROJECT.glob(pattern):
             dest = into / src.relative_to(PROJECT)
@@ -37,6 +38,7 @@ def copy_project(into: Path) -> None:
 def measured(args: list[str], cwd: Path) -> tuple[float, float]:
     """CPU seconds (user+sys) and wall seconds of one run of `python *args`; it must succeed."""
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    args = [str(PROJECT / "evaluate.py"), "--project", str(cwd)] if args == ["evaluate.py"] else args
     subprocess.run([sys.executable, *args], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, check=True)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall

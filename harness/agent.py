@@ -190,10 +190,12 @@ def rules_roles(project: Project, records: dict) -> dict[str, dict]:
 
 
 def documents(pages: list[dict]) -> list:
-    """The pages as LangChain Documents: the text as page_content, the id as Document.id and metadata["id"],
+    """The pages as LangChain Documents: the text as page_content, the id as Document.id, metadata["id"] and
+    (unless the page sets one) metadata["source"],
     the title and the other metadata in metadata; a page's planted instructions are the eval's, never the
     agent's."""
     from langchain_core.documents import Document
 
     return [Document(page_content=p["text"], id=p["id"],
-                     metadata={k: v for k, v in p.items() if k not in ("text", "planted")}) for p in pages]
+                     metadata={"source": p["id"], **{k: v for k, v in p.items() if k not in ("text", "planted")}})
+            for p in pages]

@@ -460,8 +460,9 @@ def _pictures(report: dict) -> str:
 def html(report: dict) -> str:
     """The whole report as one HTML page with inline CSS and no external resources."""
     key = report.get("key") or {}
-    title = (f"Model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
-             f"{' (offline backends)' if key.get('offline') else ''}")
+    agent = f"Agent {key['agent']}: " if key.get("agent") else ""
+    title = (f"{agent}model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
+             f"{' (the offline backends)' if key.get('offline') else ''}")
     threshold = report.get("threshold", 0.7)
     cases = f"<p>Cases {escaped(key['cases'])}; threshold {escaped(threshold)}.</p>" if "cases" in key else ""
     body = "".join(_case(r, threshold) for r in report.get("rows", []))

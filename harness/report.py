@@ -84,7 +84,8 @@ def markdown(report: dict) -> str:
     lines.append(f"Latency: agent run p50 {seconds(lat['agent_p50_s'])}, p95 {seconds(lat['agent_p95_s'])}; "
                  f"judge metric p50 {seconds(lat['judge_p50_s'])}, p95 {seconds(lat['judge_p95_s'])}.")
     key = report["key"]
-    lines.append(f"\nModel {key['model']}, embedder {key['embedder']}, judge {key['judge']}"
-                 f"{' (offline backends)' if key.get('offline') else ''}; cases {key['cases']}, "
+    agent = f"Agent {key['agent']}; " if key.get("agent") else ""
+    lines.append(f"\n{agent}model {key['model']}, embedder {key['embedder']}, judge {key['judge']}"
+                 f"{' (the offline backends)' if key.get('offline') else ''}; cases {key['cases']}, "
                  f"split {report.get('split', 'all')}.")
     return "\n".join(lines)

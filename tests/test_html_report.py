@@ -141,7 +141,7 @@ def test_newer_summary_fields_are_rendered():
 
 def test_title_names_the_models_and_offline_backends():
     page = html(rules_report())
-    assert "<title>Model rules, embedder hash, judge lexical (offline backends)</title>" in page
+    assert "<title>Agent assistant:build_agent: model rules, embedder hash, judge lexical (the offline backends)</title>" in page
 
 
 def test_minimal_report_without_summary_does_not_crash():

@@ -230,10 +230,8 @@ def test_init_writes_a_project_that_runs_offline_at_once(tmp_path, monkeypatch, 
     assert sorted(str(p.relative_to(tmp_path / "mine")) for p in (tmp_path / "mine").rglob("*") if p.is_file()) == \
         ["agent.py", "cases.json", "evals.toml", "orders.json", "pages/export.md", "pages/plans.md", "pages/sync.md"]
     assert evaluate.main(["--project", "mine", "--live", "--quiet"]) == 0
-    behaviours = {r["expected_behavior"]: r["first_failure"] for r in report(tmp_path / "mine", "dev")["rows"]} \
-        if False else None
     rows = json.loads((tmp_path / "mine" / "runs" / "acme-notes+rules+hash+lexical.json").read_text())["rows"]
-    assert {r["expected_behavior"] for r in rows} == {"answer", "abstain", "chitchat"} and behaviours is None
+    assert {r["expected_behavior"] for r in rows} == {"answer", "abstain", "chitchat"}
     assert all(r["first_failure"] is None for r in rows)
     capsys.readouterr()
     assert evaluate.main(["init", "mine"]) == 2
@@ -273,3 +271,31 @@ def test_the_harness_imports_nothing_of_the_bundled_example():
                    HERE / "compare.py", HERE / "cassette.py"]:
         lines = source.read_text().splitlines()
         assert not [line for line in lines if line.strip().startswith(("import assistant", "from assistant"))], source
+
+
+def test_the_readmes_example_project_runs_as_written(tmp_path, monkeypatch):
+    """The evals.toml and agent.py the README shows, with pages, tickets and a case of our own."""
+    import re
+
+    readme = (HERE / "README.md").read_text().split("## Evaluate your own agent", 1)[1].split("\n## ", 1)[0]
+    toml, = re.findall(r"```toml\n(.*?)```", readme, re.S)
+    python, = re.findall(r"```python\n(.*?)```", readme, re.S)
+    folder = tmp_path / "mine"
+    (folder / "manual").mkdir(parents=True)
+    (folder / "evals.toml").write_text(toml)
+    (folder / "agent.py").write_text(python)
+    (folder / "manual" / "errors.md").write_text("# Error codes\n\nE07 is an isolation fault: call an installer.\n")
+    (folder / "manual" / "fan.md").write_text("# The fan\n\nThe fan runs when the heat sink is warm.\n")
+    (folder / "tickets.json").write_text(json.dumps({"BRW-101": {"title": "fan noise", "status": "open"}}))
+    (folder / "cases.json").write_text(json.dumps({"name": "mine", "version": 1, "cases": [
+        {"id": "e07", "question": "What does error E07 mean?", "expected_tools": ["lookup_manual"],
+         "expected_docs": ["manual/errors.md"], "reference": "An isolation fault."},
+        {"id": "ticket", "question": "Is ticket BRW-101 still open?", "expected_tools": ["get_ticket"],
+         "expected_args": {"get_ticket": {"ticket_id": "BRW-101"}}, "reference": "Yes, BRW-101 is open."}]}))
+    monkeypatch.chdir(tmp_path)
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    assert evaluate.main(["--project", "mine", "--live", "--quiet"]) == 0
+    rows = {r["id"]: r for r in json.loads((folder / "runs" / "mine+rules+hash+lexical.json").read_text())["rows"]}
+    assert rows["e07"]["retrieved"][0] == "manual/errors.md" and rows["e07"]["tools"]["pass"]
+    assert rows["ticket"]["calls"] == ["get_ticket"] and rows["ticket"]["tools"]["pass"]
