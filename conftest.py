@@ -32,9 +32,9 @@ def pytest_unconfigure(config):
 
 def load_project(folder: Path = PROJECT):
     """The project in `folder` (default: the bundled example) loaded as evaluate.py loads it: a
-    harness.dataset.Loaded with its cases, pages, records and the agent's tools."""
+    harness.inputs.Loaded with its cases, pages, records and the agent's tools."""
     from harness import project
-    from harness.dataset import load_inputs
+    from harness.inputs import load_inputs
 
     return load_inputs(project.load(folder))
 

@@ -14,7 +14,8 @@ from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
 from harness import ladder
-from harness.dataset import InputError, Loaded, load_inputs
+from harness.dataset import InputError
+from harness.inputs import Loaded, load_inputs
 from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
 from harness.judging import STRICT_FAITHFULNESS, stage_of
 from harness.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
@@ -183,33 +184,12 @@ class Interrupted(Exception):
     """Ctrl-C or SIGTERM during a live run; says what was kept."""
 
 
-def agent_builder(inputs: Inputs, model: str, embedder: str) -> Callable[[Optional[list[dict]]], object]:
-    """Builds the project's agent with the run's models, given_pages None or the counterfactual's pages. The
-    chat model and the embedder are built once, only if the factory names them."""
-    from harness import agent, providers
-    from harness.live_calls import locked_once
-
-    wanted = inputs.loaded.described.wanted
-    chat = locked_once(lambda: providers.chat_model(model, agent.rules_roles(inputs.project, inputs.records)))
-    embeddings = locked_once(lambda: providers.embedder(embedder))
-    pages = locked_once(lambda: agent.documents(inputs.pages))
-
-    def build(given: Optional[list[dict]] = None):
-        values = {"model": chat() if "model" in wanted else None, "records": inputs.records,
-                  "embeddings": embeddings() if "embeddings" in wanted else None,
-                  "pages": pages() if "pages" in wanted else None,
-                  "given_pages": None if given is None else agent.documents(given)}
-        return agent.build(inputs.project, values)
-    return build
-
-
 def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
            repeats: Optional[int] = None) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
-    from harness import providers
-    from harness.live_calls import Progress
-    from harness.live_calls import locked_once
+    from harness import agent, providers
+    from harness.live_calls import Progress, locked_once
 
     embedder, judge = embedder_name(), judge_name()
     providers.preflight([model, embedder, judge])
@@ -220,7 +200,7 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     for note in cassette.notes:
         progress.log(note)
     inputs = Inputs(loaded, model, embedder, judge)
-    build = agent_builder(inputs, model, embedder)
+    build = agent.builder(inputs, model, embedder)
     try:
         every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
                          agent=locked_once(build), concurrency=concurrency, progress=progress, split="all",

@@ -19,7 +19,7 @@ import sys, time
 from offline import lexical_judge, models  # imports warmed before the clock starts
 import evaluate
 from harness import project
-from harness.dataset import load_inputs
+from harness.inputs import load_inputs
 
 loaded = load_inputs(project.load(sys.argv[1]))
 start = time.perf_counter()

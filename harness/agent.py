@@ -65,7 +65,7 @@ def wanted(function, spec: str, key: str = "agent") -> list[str]:
     return names
 
 
-def build(project: Project, values: dict[str, Any]):
+def build_agent(project: Project, values: dict[str, Any]):
     """Call the factory with the values of the parameters it names; its result must be a runnable."""
     from langchain_core.runnables import Runnable
 
@@ -147,7 +147,7 @@ def describe(project: Project, pages: list[dict], records: dict[str, dict]) -> D
         factory = import_function(project, project.agent, "agent")
         names = wanted(factory, project.agent)
         ranks = wanted(import_function(project, project.rank, "rank"), project.rank, "rank") if project.rank else []
-        agent = build(project, offline_values(project, pages, records, providers))
+        agent = build_agent(project, offline_values(project, pages, records, providers))
         found = Described(names, describe_tools(tools_of(agent)), ranks)
         try:
             from cassette import write_atomic
@@ -199,3 +199,24 @@ def documents(pages: list[dict]) -> list:
     return [Document(page_content=p["text"], id=p["id"],
                      metadata={"source": p["id"], **{k: v for k, v in p.items() if k not in ("text", "planted")}})
             for p in pages]
+
+
+def builder(inputs, model: str, embedder: str):
+    """Builds the project's agent with the run's models (`inputs`: entries.Inputs): build(None) the agent,
+    build(pages) the counterfactual one, whose retriever must return exactly those pages. The chat model and
+    the embedder are built once, only if the factory names them."""
+    from harness import providers
+    from harness.live_calls import locked_once
+
+    names = inputs.loaded.described.wanted
+    chat = locked_once(lambda: providers.chat_model(model, rules_roles(inputs.project, inputs.records)))
+    embeddings = locked_once(lambda: providers.embedder(embedder))
+    pages = locked_once(lambda: documents(inputs.pages))
+
+    def build(given: Optional[list[dict]] = None):
+        values = {"model": chat() if "model" in names else None, "records": inputs.records,
+                  "embeddings": embeddings() if "embeddings" in names else None,
+                  "pages": pages() if "pages" in names else None,
+                  "given_pages": None if given is None else documents(given)}
+        return build_agent(inputs.project, values)
+    return build

@@ -26,8 +26,10 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
     from cassette import printable_stdout
     from harness import project as projects
     from harness import providers
-    from harness.dataset import InputError, load_inputs
+    from harness import agent
+    from harness.dataset import InputError
     from harness.entries import Inputs
+    from harness.inputs import load_inputs
     from harness.trace import Unreadable
 
     printable_stdout()
@@ -35,11 +37,10 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
     try:
         loaded = load_inputs(projects.load(Path(args.project) if args.project else ROOT))
         providers.preflight([model, embedder])
-        from evaluate import agent_builder
         from harness.capture import run
 
         inputs = Inputs(loaded, model, embedder, providers.judge_name())
-        trace = run(agent_builder(inputs, model, embedder)(None), args.question)
+        trace = run(agent.builder(inputs, model, embedder)(None), args.question)
     except (providers.ProviderError, InputError) as e:
         print(f"assistant.py: {e}", file=sys.stderr)
         return 2

@@ -1,8 +1,8 @@
-"""Loading a project's inputs: a malformed case, page, record or calibration case fails loudly on load.
+"""Checking input files: a malformed case, page or calibration case fails loudly on load.
 
-`load_inputs(project)` returns the cases, pages and records (hashed as written) and the agent's tools after
-checking them against the models in schemas.py, against each other and against the agent's tools; any
-problem raises InputError with one line that names the file, the case id where there is one, and the field.
+`load_cases` checks the case set against the models in schemas.py, the pages and the agent's tools;
+`load_calibration` the labelled judge cases. Any problem raises InputError with one line that names the
+file, the case id where there is one, and the field.
 Content that already passed those models (a stamp in `.cache/validated.json` in the project) is not given to
 pydantic again, so a replay does not import it; the checks across files always run.
 """
@@ -160,28 +160,6 @@ def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict
             raise InputError(f"{at}.expected_docs: unknown page {unknown[0]!r} (the pages are "
                              f"{listed or 'none'})")
     return cases
-
-
-class Loaded:
-    """A project's inputs, loaded and checked: cases, pages, records by lookup tool, and the agent's tools."""
-
-    def __init__(self, project, cases: dict, pages: list[dict], records: dict[str, dict], described):
-        self.project, self.cases, self.pages, self.records, self.described = project, cases, pages, records, described
-
-
-def load_inputs(project) -> Loaded:
-    """The project's cases, pages and records, validated, and its agent's tools (harness.agent.describe)."""
-    from harness import agent
-    from harness.project import read_pages, read_records
-
-    validated = Validated(project.folder)
-    pages = read_pages(project, validated)
-    records = read_records(project)
-    described = agent.describe(project, pages, records)
-    cases = load_cases(project.path(project.cases), project.cases, {p["id"] for p in pages},
-                       described.parameters(), project.retrievers(), validated)
-    validated.save()
-    return Loaded(project, cases, pages, records, described)
 
 
 def load_calibration(project) -> dict:

@@ -30,7 +30,7 @@ def sha(value) -> str:
 
 
 class Inputs:
-    """The run's inputs (a loaded project, harness.dataset.Loaded) and the models, hashed once for every
+    """The run's inputs (a loaded project, harness.inputs.Loaded) and the models, hashed once for every
     entry's dependencies."""
 
     def __init__(self, loaded, model: str, embedder: str, judge: str):
