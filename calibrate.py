@@ -8,24 +8,31 @@ recording and report. The labelled cases are the file evals.toml names as `calib
 Exit 1 when, for a metric as evaluate.py configures it, agreement with the labels is below AGREEMENT;
 rows for other configurations (default faithfulness) inform and never gate.
 """
+import sys
+
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, not a traceback
+    from harness.console import quiet_interrupts
+
+    quiet_interrupts("calibrate.py")
+
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
+from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
+from harness import console
 from harness.dataset import InputError, load_calibration
 from harness.entries import judge_identity, sha, verdict_deps
-from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
-from harness.providers import judge_name
 from harness.judging import judged_metrics, stage_of
 from harness.live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
-                        with_retries)
-from harness.live_calls import locked_once
+                                locked_once, with_retries)
+from harness.providers import judge_name
 from harness.report import cases as cases_text
 from harness.run_files import CALIBRATION_PREFIX, file_part, write_if_changed
+from harness.shapes import verdict_problem
 from harness.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
 
 HERE = Path(__file__).parent  # the default project: the bundled tracker example
@@ -214,7 +221,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             providers.preflight([judge])
         else:
             judge = recorded_judge(folder)
-        tape = Cassette(recording_path(folder, judge), {"judge": judge}, args.live, rerecord=args.rerecord)
+        tape = Cassette(recording_path(folder, judge), {"judge": judge}, args.live, rerecord=args.rerecord,
+                        check=lambda entry, value: verdict_problem(value))
         progress = Progress(len(cases["cases"]) * REPEATS, "calibration", args.quiet or not args.live)
         for note in tape.notes:
             progress.log(note)
@@ -240,7 +248,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-    print(table(result))
+        if tape is not None:
+            tape.close()
+    stopped = console.write_stdout(table(result), command="calibrate.py")
+    if stopped is not None:
+        return stopped
     if result["errors"]:
         print(f"calibrate.py: incomplete: {cases_text(result['errors'])} errored; run --live again", file=sys.stderr)
         return EXIT_INCOMPLETE

@@ -72,7 +72,8 @@ def printable_stdout() -> None:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write UTF-8 through a temp file in the same folder and rename it into place: never a torn file.
-    Any failure (unwritable folder, full disk) raises OSError and leaves no temp file behind."""
+    Any failure (unwritable folder, full disk, a signal) raises and leaves no temp file behind; once the
+    rename is done the file is written, whatever arrives after."""
     path, tmp = Path(path), None
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -81,26 +82,47 @@ def write_atomic(path: Path, text: str) -> None:
             f.write(text)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a recording is meant to be read and committed
         os.replace(tmp, path)
+        tmp = None
     except BaseException as e:
         if tmp is not None:
-            os.unlink(tmp)
+            Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError):
             e.filename = str(path)  # the file asked for, not the temp file beside it
         raise
 
 
-def read_recording(path: Path) -> dict:
-    """A recording's header and entries; a missing, malformed or old-format file is a RecordingError."""
+def read_recording(path: Path, check: Optional[Callable[[str, Any], Optional[str]]] = None) -> dict:
+    """A recording's header and entries; a missing, malformed or old-format file, or an entry whose value is
+    not of its kind's shape (`check(entry, value)` says what is wrong), is a RecordingError."""
     if not Path(path).exists():
         raise RecordingError(f"{shown(path)}: no recording; record one with --live")
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("key"), dict) or not isinstance(data.get("entries"), dict):
         raise RecordingError(f"{shown(path)}: not a recording (expected 'key' and 'entries')")
-    if data["key"].get("format") != FORMAT or not all(isinstance(e, dict) and isinstance(e.get("deps"), dict)
-                                                      for e in data["entries"].values()):
+    if data["key"].get("format") != FORMAT:
         raise RecordingError(f"{shown(path)}: recorded in an older format without per-entry dependencies; "
-                             "record again with --live")
+                             "record again with --live --rerecord")
+    for name, item in data["entries"].items():
+        wrong = item_problem(name, item, check)
+        if wrong:
+            raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}].{wrong}")
     return data
+
+
+def item_problem(name: str, item: Any, check: Optional[Callable[[str, Any], Optional[str]]]) -> Optional[str]:
+    """What is wrong with a recorded entry {"deps": {...}, "value": ...}, or None."""
+    if not isinstance(item, dict):
+        return "entry: expected an object with deps and value"
+    if not isinstance(item.get("deps"), dict):
+        return "deps: expected an object (the entry's dependencies)"
+    if "value" not in item:
+        return "value: missing"
+    return check(name, item["value"]) if check else None
+
+
+def shown_name(name: str) -> str:
+    """An entry name as one printable line."""
+    return name if isinstance(name, str) and name.isprintable() else repr(name)
 
 
 def dump_entry(value: Any) -> Any:
@@ -109,8 +131,9 @@ def dump_entry(value: Any) -> Any:
 
 
 class Cassette:
-    def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False):
-        self.path, self.live, self.rerecord = Path(path), live, rerecord
+    def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False,
+                 check: Optional[Callable[[str, Any], Optional[str]]] = None):
+        self.path, self.live, self.rerecord, self.check = Path(path), live, rerecord, check
         self.key = {"format": FORMAT, **header}
         self.journal = self.path.with_name(f".{self.path.stem}.partial.jsonl")
         self.recorded: dict[str, dict] = {}  # the file's entries, then the journal's, by name
@@ -118,21 +141,57 @@ class Cassette:
         self.computed = 0
         self.on_disk: dict[str, dict] = {}
         self.lock = threading.Lock()
-        self.notes: list[str] = []  # what live mode kept or dropped, for the user
+        self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
+        self.held = None  # the open lock file of a live run
         if not live:
-            data = read_recording(self.path)
+            data = read_recording(self.path, check)
             changed = key_changes(data["key"], self.key)
             if changed:
                 raise RecordingError(f"{shown(self.path)}: recording is stale: "
                                      + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
             self.recorded = data["entries"]
         else:
-            self._resume()
+            self._hold()
+            try:
+                self._resume()
+            except BaseException:
+                self.close()
+                raise
+
+    def _hold(self) -> None:
+        """One live run per recording: an exclusive lock on `.NAME.lock` beside it, held until close()."""
+        import portalocker
+
+        lock = self.path.with_name(f".{self.path.stem}.lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock, "a+", encoding="utf-8")
+        try:
+            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.LockException:
+            handle.seek(0)
+            holder = " ".join(handle.read().split())[:120] or "another process"
+            handle.close()
+            raise RecordingError(f"{shown(self.path)}: another live run is recording it ({holder}); wait for it "
+                                 "to end, or stop it") from None
+        import datetime
+
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, since {datetime.datetime.now().isoformat(timespec='seconds')}\n")
+        handle.flush()
+        self.held = handle
+
+    def close(self) -> None:
+        """Release the live run's lock (also on save); safe to call twice."""
+        if self.held is not None:
+            self.held.close()
+            self.held = None
 
     def _resume(self) -> None:
         """Start from the entries already paid for: the recording's and an interrupted run's journal; --rerecord
         starts from none, and resuming an interrupted --rerecord from its journal's alone. Which of them are
-        still current is decided entry by entry, in `get`."""
+        still current is decided entry by entry, in `get`. A recording that cannot be read is never replaced
+        unless --rerecord says so: that would pay for every entry again."""
         journal = self._read_journal()
         if self.rerecord:
             dropped = f"; the {len(journal['entries'])} entries an interrupted run kept are dropped" if journal else ""
@@ -144,10 +203,14 @@ class Cassette:
             self.rerecord = True  # a --rerecord that was interrupted must not be topped up from the old file
         if self.path.exists():
             try:
-                data = read_recording(self.path)
+                data = read_recording(self.path, self.check)
             except RecordingError as e:
-                self.notes.append(f"ignoring {e}")
-            else:
+                if not self.rerecord:
+                    raise RecordingError(f"{e}; it is not replaced (recording it again would pay for every "
+                                         "entry): fix or move it, or start over deliberately with --rerecord") from None
+                data = None
+                self.notes.append(f"--rerecord: replacing {shown(self.path)}, which cannot be read")
+            if data is not None:
                 changed = key_changes(data["key"], self.key)
                 if changed:  # another case set or other models (their names map to this file): never replaced
                     raise RecordingError(f"{shown(self.path)}: holds the recording of " + ", ".join(
@@ -166,26 +229,65 @@ class Cassette:
                 self.notes.append(f"resuming: {len(kept)} entries from an interrupted run are kept "
                                   f"(in {shown(self.journal)}){rest}")
 
+    def _aside(self, why: str, lines: Optional[list[str]] = None) -> Path:
+        """Keep the journal (or, with `lines`, those lines of it) aside, beside it, never deleted; its path."""
+        import datetime
+
+        stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S%f")
+        aside = self.journal.with_name(f"{self.journal.name}.{why}-{stamp}")
+        if lines is None:
+            os.replace(self.journal, aside)
+        else:
+            write_atomic(aside, "".join(line + "\n" for line in lines))
+        return aside
+
     def _read_journal(self) -> Optional[dict]:
-        """The journal's entries when it was written under this header; a line torn by a crash ends it."""
+        """The journal's entries when it was written under this header. What cannot be used is kept aside and
+        said, never deleted: a journal of another header whole, a damaged line alone (a torn last line after a
+        crash, or any other); the journal is then rewritten with its whole lines, so the next entry appended
+        starts a line of its own."""
         if not self.journal.exists():
             return None
-        lines = self.journal.read_text(encoding="utf-8").splitlines()
+        text = self.journal.read_text(encoding="utf-8", errors="replace")
+        if not text.strip():
+            self.journal.unlink()  # nothing in it was paid for
+            return None
+        lines = text.split("\n")
+        ended = text.endswith("\n")
+        lines = lines[:-1] if ended else lines  # without a final newline, the last line is torn
         try:
-            meta = json.loads(lines[0]) if lines else None
-        except json.JSONDecodeError:
+            meta = json.loads(lines[0])
+        except (json.JSONDecodeError, RecursionError):
             meta = None
         if not isinstance(meta, dict) or meta.get("key") != self.key:
-            self.notes.append(f"dropping {shown(self.journal)}: it was recorded with other models")
-            self.journal.unlink()
+            why = "other-header" if isinstance(meta, dict) else "unreadable-header"
+            said = ("it was recorded with other models or cases" if isinstance(meta, dict) else
+                    "its first line is not a readable header")
+            aside = self._aside(why)
+            self.notes.append(f"kept aside {shown(aside)}: {said}; its entries are not used")
             return None
-        entries = {}
-        for line in lines[1:]:
+        entries, damaged = {}, []
+        for number, line in enumerate(lines[1:], start=2):
             try:
                 item = json.loads(line)
-            except json.JSONDecodeError:
-                break  # the last line of a killed run may be torn: everything before it is whole
+            except (json.JSONDecodeError, RecursionError):
+                item = None
+            if not (isinstance(item, dict) and isinstance(item.get("entry"), str) and isinstance(item.get("deps"), dict)
+                    and "value" in item) or (number == len(lines) and not ended):
+                damaged.append(line)
+                continue
+            wrong = self.check(item["entry"], item["value"]) if self.check else None
+            if wrong:
+                raise RecordingError(f"{shown(self.journal)}: line {number} ({shown_name(item['entry'])}): {wrong}; "
+                                     "move the journal aside to record its entries again")
             entries[item["entry"]] = {"deps": item["deps"], "value": item["value"]}
+        if damaged:
+            aside = self._aside("damaged", damaged)
+            whole = [lines[0]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
+            write_atomic(self.journal, "".join(line + "\n" for line in whole))
+            self.notes.append(f"kept aside {shown(aside)}: {len(damaged)} damaged line"
+                              f"{'' if len(damaged) == 1 else 's'} of {shown(self.journal)}; its other "
+                              f"{len(entries)} entries are kept")
         return {"rerecord": meta.get("rerecord", False), "entries": entries}
 
     def has(self, entry: str) -> bool:
@@ -226,12 +328,16 @@ class Cassette:
     def _journal(self, entry: str, item: dict) -> None:
         line = json.dumps({"entry": entry, **item}) + "\n"
         with self.lock:
-            if not self.journal.exists():
-                self.journal.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.journal, "w", encoding="utf-8") as f:
-                    f.write(json.dumps({"key": self.key, "rerecord": self.rerecord}) + "\n")
-            with open(self.journal, "a", encoding="utf-8") as f:
-                f.write(line)  # one write per whole line; a crash can tear only the last one
+            try:
+                if not self.journal.exists():
+                    self.journal.parent.mkdir(parents=True, exist_ok=True)
+                    with open(self.journal, "w", encoding="utf-8") as f:
+                        f.write(json.dumps({"key": self.key, "rerecord": self.rerecord}) + "\n")
+                with open(self.journal, "a", encoding="utf-8") as f:
+                    f.write(line)  # one write per whole line; a crash can tear only the last one
+            except OSError as e:
+                e.filename = str(self.journal)  # a full disk names the journal, not "output"
+                raise
 
     def dumps(self) -> str:
         """Entries sorted by name, so the file does not depend on the order calls completed in."""
@@ -252,6 +358,7 @@ class Cassette:
             write_atomic(self.path, self.dumps())
         if self.journal.exists():
             self.journal.unlink()
+        self.close()
         return written
 
     def dropped(self) -> int:

@@ -1,22 +1,34 @@
 """Diff two saved reports case by case: which cases run B fixed, broke, or moved to another failing stage.
 
 `python compare.py runs/A.json runs/B.json [--html OUT]` refuses runs measured differently (cases, judge,
-embedder, k, faithfulness setting, threshold). The two runs are paired (the same cases), so whether B differs
-from A beyond noise is an exact McNemar test on the cases that changed outcome, overall and per stage.
+embedder, k, faithfulness setting, threshold) and reports of different case sets (a dev report and an .all
+one). The two runs are paired (the same cases), so whether B differs from A beyond noise is an exact McNemar
+test on the cases that changed outcome, overall and per stage. Every refusal, and a report that is not the
+shape compare reads, is one line on stderr and exit 2.
 """
-import argparse
 import sys
+
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, not a traceback
+    from harness.console import quiet_interrupts
+
+    quiet_interrupts("compare.py")
+
+import argparse
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from cassette import printable_stdout, read_json, write_atomic
+from harness import console
 from harness.html_report import CSS, escaped
-from harness.stages import STAGES, failure_reason, stage_results
+from harness.stages import BEHAVIOUR_JUDGED, STAGES, failure_reason, stage_results
 from harness.stats import mcnemar_exact, rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
 MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness")
 ERROR = "error"
+FIRST_FAILURES = (*STAGES, ERROR)
+ROW_STAGES = ("behaviour", "tools", "retrieval")  # a row field each; the other stages are in row["judged"]
+SHOWN_IDS = 3  # how many differing case ids a refusal names
 ALPHA = 0.05
 NOISE = "not distinguishable from noise at 5%"
 
@@ -25,15 +37,185 @@ class CompareError(Exception):
     """A report that cannot be compared: unreadable, not a report, or measured differently."""
 
 
+class ShapeError(Exception):
+    """A report field compare reads is missing or of the wrong type: 'where: what is wrong'."""
+
+
 def load_report(path: str) -> dict:
-    """Read one saved report, turning every way it can be unusable into a one-line error naming the file."""
+    """Read one saved report and check the shape of every field compare reads (check_report), turning every
+    way it can be unusable into a one-line error naming the file as typed."""
     report = read_json(path, CompareError, path)
-    if not (isinstance(report, dict) and isinstance(report.get("key"), dict)
-            and isinstance(report.get("threshold"), (int, float)) and isinstance(report.get("rows"), list)
-            and all(isinstance(r, dict) and "id" in r and "first_failure" in r for r in report["rows"])):
+    if not looks_like_report(report):
         raise CompareError(f"{path}: not an evaluation report (expected 'key', 'threshold' and 'rows' with 'id' "
                            f"and 'first_failure')")
+    try:
+        check_report(report)
+    except ShapeError as e:
+        raise CompareError(f"{path}: {e}") from None
     return report
+
+
+def looks_like_report(data: object) -> bool:
+    """An evaluation report, however broken, rather than some other JSON (a calibration report has 'key',
+    'threshold' and 'rows' too, but no row of it has a first failure)."""
+    if not (isinstance(data, dict) and {"key", "threshold", "rows"} <= data.keys()):
+        return False
+    rows = data["rows"]
+    return not (isinstance(rows, list) and rows and not any(isinstance(r, dict) and "first_failure" in r
+                                                            for r in rows))
+
+
+def kind(value: object) -> str:
+    """A JSON value's type as a sentence names it."""
+    if value is None:
+        return "null"
+    for types, name in ((bool, "a boolean"), ((int, float), "a number"), (str, "a string"), (list, "a list"),
+                        (dict, "an object")):
+        if isinstance(value, types):
+            return name
+    return type(value).__name__
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def expect(holder: dict, field: str, where: str, ok: Callable[[object], bool], wanted: str,
+           required: bool = True) -> object:
+    """holder[field], refused unless ok(value); an absent field is refused when required, else None."""
+    if field not in holder:
+        if required:
+            raise ShapeError(f"{where}.{field}: missing")
+        return None
+    value = holder[field]
+    if not ok(value):
+        raise ShapeError(f"{where}.{field}: expected {wanted}, got {kind(value)}")
+    return value
+
+
+def is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def is_object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def is_strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def or_null(ok: Callable[[object], bool]) -> Callable[[object], bool]:
+    return lambda value: value is None or ok(value)
+
+
+def one_line(case_id: str) -> str:
+    """A case id as a refusal shows it: quoted when it holds a line break or another unprintable character."""
+    return case_id if case_id.isprintable() else repr(case_id)
+
+
+def check_report(report: dict) -> None:
+    """Refuse, with a ShapeError, a report missing a field compare reads or holding one of the wrong type:
+    the key's measured-with fields, the threshold, the split, and every row (see check_row)."""
+    key = report["key"]
+    if not isinstance(key, dict):
+        raise ShapeError(f"key: expected an object, got {kind(key)}")
+    for field in MEASURED_BY:  # compared and shown, never computed with: any JSON scalar
+        expect(key, field, "key", lambda v: v is None or isinstance(v, (str, int, float)),
+               "a string, number, boolean or null")
+    if not is_number(report["threshold"]):
+        raise ShapeError(f"threshold: expected a number, got {kind(report['threshold'])}")
+    if "split" in report and not isinstance(report["split"], str):
+        raise ShapeError(f"split: expected a string, got {kind(report['split'])}")
+    if not isinstance(report["rows"], list):
+        raise ShapeError(f"rows: expected a list, got {kind(report['rows'])}")
+    seen: dict[str, int] = {}
+    for i, r in enumerate(report["rows"]):
+        if not isinstance(r, dict):
+            raise ShapeError(f"rows[{i}]: expected an object, got {kind(r)}")
+        expect(r, "id", f"rows[{i}]", is_str, "a string")
+        where = f"rows[{i}] ({one_line(r['id'])})"
+        if r["id"] in seen:
+            raise ShapeError(f"{where}.id: the same id as rows[{seen[r['id']]}]")
+        seen[r["id"]] = i
+        check_row(r, where)
+
+
+def check_row(r: dict, where: str) -> None:
+    """The fields of one row the diff reads: first_failure; for an errored row its error text; otherwise what
+    stages.stage_results reads of every stage, and what stages.failure_reason reads of the first failing one."""
+    first = expect(r, "first_failure", where, or_null(is_str), "a stage name or null")
+    if first is not None and first not in FIRST_FAILURES:
+        raise ShapeError(f"{where}.first_failure: unknown stage {first!r} (valid: {', '.join(FIRST_FAILURES)})")
+    expect(r, "error", where, or_null(is_str), "a string or null", required=False)
+    if first == ERROR:
+        return
+    if first in ROW_STAGES and r.get(first) is None:
+        raise ShapeError(f"{where}.{first}: {'null' if first in r else 'missing'}, but first_failure names it")
+    # stage_results: every stage the row measured
+    for field in ("behaviour", "tools"):
+        if expect(r, field, where, or_null(is_object), "an object or null", required=False) is not None:
+            expect(r[field], "pass", f"{where}.{field}", lambda v: isinstance(v, bool), "a boolean")
+    if expect(r, "retrieval", where, or_null(is_object), "an object or null", required=False) is not None:
+        expect(r["retrieval"], "recall", f"{where}.retrieval", is_number, "a number")
+    expect(r, "expected_behavior", where, is_str, "a string", required=False)
+    judged = expect(r, "judged", where, is_object, "an object", required=False) or {}
+    for name, verdict in judged.items():
+        if name in BEHAVIOUR_JUDGED:
+            continue
+        if not isinstance(verdict, dict):
+            raise ShapeError(f"{where}.judged.{name}: expected an object, got {kind(verdict)}")
+        expect(verdict, "score", f"{where}.judged.{name}", or_null(is_number), "a number or null")
+    if first is not None and first not in ROW_STAGES and first not in judged:
+        raise ShapeError(f"{where}.judged.{first}: missing, but first_failure names it")
+    # failure_reason: what it reads of the first failing stage
+    if first is None:
+        return
+    if first == "tools":
+        tools = r["tools"]
+        expect(tools, "reason", f"{where}.tools", or_null(is_str), "a string or null")
+        if "deepeval" not in tools:
+            for field in ("missing", "unexpected"):
+                expect(tools, field, f"{where}.tools", is_strings, "a list of strings")
+        expect(tools, "wrong_args", f"{where}.tools", is_strings, "a list of strings", required=False)
+    elif first == "behaviour":
+        expect(r["behaviour"], "failures", f"{where}.behaviour", is_strings, "a list of strings")
+    elif first == "retrieval":
+        expect(r["retrieval"], "missed", f"{where}.retrieval", is_strings, "a list of strings")
+        expect(r, "retrieved", where, is_strings, "a list of strings")
+        counterfactual = expect(r, "counterfactual", where, or_null(is_object), "an object or null", required=False)
+        if counterfactual and counterfactual.get("available") is False:
+            expect(counterfactual, "why", f"{where}.counterfactual", is_str, "a string")
+        elif counterfactual:
+            fixed = expect(counterfactual, "fixed", f"{where}.counterfactual", lambda v: isinstance(v, bool),
+                           "a boolean")
+            if not fixed:
+                expect(counterfactual, "first_failure", f"{where}.counterfactual", or_null(is_str),
+                       "a stage name or null")
+    else:
+        expect(judged[first], "reason", f"{where}.judged.{first}", or_null(is_str), "a string or null")
+
+
+def case_differences(path_a: str, report_a: dict, path_b: str, report_b: dict) -> Optional[str]:
+    """Why two reports do not hold the same cases (different splits, or different case ids), or None."""
+    ids_a, ids_b = [r["id"] for r in report_a["rows"]], [r["id"] for r in report_b["rows"]]
+    in_a, in_b = set(ids_a), set(ids_b)
+    only_a, only_b = [i for i in ids_a if i not in in_b], [i for i in ids_b if i not in in_a]
+
+    def some(label: str, found: list[str]) -> list[str]:
+        more = f" and {len(found) - SHOWN_IDS} more" if len(found) > SHOWN_IDS else ""
+        return [f"{len(found)} only in {label}: {', '.join(map(one_line, found[:SHOWN_IDS]))}{more}"] \
+            if found else []
+
+    cases = "; ".join(some("A", only_a) + some("B", only_b))
+    split_a, split_b = report_a.get("split"), report_b.get("split")  # compared when both reports name theirs
+    if split_a is not None and split_b is not None and split_a != split_b:
+        return (f"A ({path_a}) is a report of the {one_line(split_a)} split, B ({path_b}) of the "
+                f"{one_line(split_b)} split, so their "
+                f"case sets differ{f' ({cases})' if cases else ''}; compare reports of the same split")
+    if cases:
+        return f"A ({path_a}) and B ({path_b}) hold different cases ({cases}); compare reports of the same cases"
+    return None
 
 
 def measurement_differences(key_a: dict, key_b: dict) -> list[str]:
@@ -249,24 +431,29 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     printable_stdout()
     try:
+        if args.html == "":
+            raise CompareError("--html: empty path; name the page to write, e.g. --html diff.html")
         report_a, report_b = load_report(args.a), load_report(args.b)
         differences = measurement_differences({**report_a["key"], "threshold": report_a["threshold"]},
                                               {**report_b["key"], "threshold": report_b["threshold"]})
         if differences:
             raise CompareError(f"runs differ in {', '.join(differences)}; compare runs measured the same way")
+        other_cases = case_differences(args.a, report_a, args.b, report_b)
+        if other_cases:
+            raise CompareError(other_cases)
     except CompareError as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
-    if args.html:
+    text = render(args.a, report_a, args.b, report_b)
+    if args.html is not None:
         try:
             write_atomic(Path(args.html), html_page(args.a, report_a, args.b, report_b))
         except OSError as e:
             print(f"compare.py: {args.html}: cannot write: {write_error(e)}", file=sys.stderr)
             return 2
-    print(render(args.a, report_a, args.b, report_b))
-    if args.html:
-        print(f"\nHTML written to {args.html}")
-    return 0
+        text += f"\n\nHTML written to {args.html}"
+    stopped = console.write_stdout(text, command="compare.py")
+    return 0 if stopped is None else stopped
 
 
 if __name__ == "__main__":

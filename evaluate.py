@@ -6,14 +6,20 @@
 tracker example. The flow, top to bottom: the project, a case, its trace, the entries it needs, its row,
 the report.
 """
-import argparse
 import sys
+
+if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, not a traceback
+    from harness.console import quiet_interrupts
+
+    quiet_interrupts("evaluate.py")
+
+import argparse
 import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
-from harness import ladder
+from harness import console, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
 from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
@@ -28,6 +34,7 @@ from harness.stages import (THRESHOLD, added, behaviour_verdict, first_failure, 
 from harness.trace import Unreadable
 
 HERE = Path(__file__).parent  # the default project: the bundled tracker example
+MAX_REPEATS = 100  # runs per case: a bound on memory and on a bill; more is a benchmark, not an evaluation
 EXIT_REGRESSED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
 EPILOG = f"""models, named by environment variables:
   DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
@@ -68,9 +75,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     def entry(name: str, deps_of: Callable) -> Optional[dict]:
         value, why = cassette.lookup(name, deps_of)
         if value is ABSENT:
-            if stale is not None:
-                why = [r + variant_label(variant) for r in why]
-                stale.setdefault(case["id"], []).extend(r for r in why if r not in stale.get(case["id"], []))
+            if stale is not None:  # reasons kept once each, in order: a dict, so thousands of runs stay linear
+                stale.setdefault(case["id"], {}).update(dict.fromkeys(r + variant_label(variant) for r in why))
             return None
         return value
 
@@ -124,11 +130,18 @@ def counterfactual(again: dict) -> Optional[dict]:
     return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None}
 
 
-def stale_message(cassette: Cassette, stale: dict[str, list[str]], total: int, shown_cases: int = 5) -> str:
-    """'recordings/x.json: stale: case backup (question changed); 9 cases current; record again with --live'"""
-    listed = [f"case {cid} ({', '.join(why)})" for cid, why in stale.items()]
-    more = f"; and {len(listed) - shown_cases} more" if len(listed) > shown_cases else ""
-    return (f"{shown(cassette.path)}: stale: {'; '.join(listed[:shown_cases])}{more}; "
+def stale_message(cassette: Cassette, stale: dict, total: int, shown_cases: int = 5, shown_reasons: int = 3) -> str:
+    """'recordings/x.json: stale: case backup (question changed); 9 cases current; record again with --live';
+    at most `shown_cases` cases and `shown_reasons` reasons each, then how many more, so it stays one
+    readable line however many runs are stale."""
+    def reasons(why) -> str:
+        why = list(why)
+        more = f", and {len(why) - shown_reasons:,} more" if len(why) > shown_reasons else ""
+        return ", ".join(why[:shown_reasons]) + more
+
+    listed = [f"case {cid} ({reasons(why)})" for cid, why in list(stale.items())[:shown_cases]]
+    more = f"; and {len(stale) - shown_cases:,} more cases" if len(stale) > shown_cases else ""
+    return (f"{shown(cassette.path)}: stale: {'; '.join(listed)}{more}; "
             f"{total - len(stale)} cases current; record again with --live")
 
 
@@ -174,7 +187,8 @@ def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Op
     reports, name = [], loaded.cases["name"]
     for path in replay_targets(loaded.project.folder, name, model):
         names = read_recording(path)["key"]
-        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False)
+        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False,
+                            check=shapes.problem)
         reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
     return reports
@@ -195,27 +209,31 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     providers.preflight([model, embedder, judge])
     name = run_name(loaded.cases["name"], model, embedder, judge)
     cassette = Cassette(loaded.project.folder / "recordings" / f"{name}.json",
-                        header(loaded.cases["name"], model, embedder, judge), live=True, rerecord=rerecord)
+                        header(loaded.cases["name"], model, embedder, judge), live=True, rerecord=rerecord,
+                        check=shapes.problem)
     progress = Progress(len(loaded.cases["cases"]), name, quiet)
     for note in cassette.notes:
         progress.log(note)
     inputs = Inputs(loaded, model, embedder, judge)
     build = agent.builder(inputs, model, embedder)
     try:
-        every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
-                         agent=locked_once(build), concurrency=concurrency, progress=progress, split="all",
-                         repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
-                         if inputs.counterfactual else None)
-    except KeyboardInterrupt:
-        raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
+        try:
+            every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
+                             agent=locked_once(build), concurrency=concurrency, progress=progress, split="all",
+                             repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
+                             if inputs.counterfactual else None)
+        except KeyboardInterrupt:
+            raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
+        finally:
+            progress.close()
+        errored = every["summary"]["errors"]
+        if not errored:  # an incomplete recording is never written, whichever split the report shows
+            written = cassette.save()
+            dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
+            progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
+                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
-        progress.close()
-    errored = every["summary"]["errors"]
-    if not errored:  # an incomplete recording is never written, whichever split the report shows
-        written = cassette.save()
-        dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
-        progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
-                     f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
+        cassette.close()  # the recording is free for the next live run
     return of_split(every, split), cassette, errored
 
 
@@ -234,14 +252,15 @@ def main(argv: Optional[list[str]] = None) -> int:
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
     parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev",
                         help="which cases to report (default dev; --live records every case either way)")
-    parser.add_argument("--repeats", type=int, metavar="N", help="runs per case, each judged (live: record N; "
-                        "default: as many as the recording holds, else 1); reports passes out of N and flaky cases")
+    parser.add_argument("--repeats", type=int, metavar="N", help=f"runs per case, each judged, at most {MAX_REPEATS} "
+                        "(live: record N; default: as many as the recording holds, else 1); reports passes out of N "
+                        "and flaky cases")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
-    if args.repeats is not None and args.repeats < 1:
-        parser.error("--repeats must be at least 1")
+    if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
+        parser.error(f"--repeats must be from 1 to {MAX_REPEATS}")
     printable_stdout()
     from harness import baseline
     from harness import providers
@@ -277,11 +296,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (KeyboardInterrupt, Interrupted) as e:
         kept = f": {e}" if isinstance(e, Interrupted) else ""
         how = "terminated" if terminated else "interrupted"
-        print(f"evaluate.py: {how}{kept}; run --live again to finish", file=sys.stderr)
+        print(f"evaluate.py: {how}{kept}" + ("; run --live again to finish" if args.live else ""), file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-    print("\n\n".join(markdown(r) for r in reports))
+    stopped = console.write_stdout("\n\n".join(markdown(r) for r in reports), command="evaluate.py")
+    if stopped is not None:
+        return stopped
     if errors:
         print(f"\nevaluate.py: incomplete: {cases_text(errors)} errored (each error is in the report's first "
               "failures); their completed calls are kept, run --live again to retry the rest"

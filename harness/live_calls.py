@@ -8,7 +8,7 @@ import re
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 MAX_ATTEMPTS = 5
 FIRST_DELAY = 1.0
@@ -20,6 +20,7 @@ sleep = time.sleep  # tests replace it, so retries cost no real time
 
 
 DEFAULT_CONCURRENCY = 4
+MAX_CONCURRENCY = 64  # one thread a call: more only queues at the provider's rate limit
 
 
 def add_live_options(parser, calls: str) -> None:
@@ -27,13 +28,13 @@ def add_live_options(parser, calls: str) -> None:
     parser.add_argument("--live", action="store_true", help=f"make the {calls} that are not recorded yet")
     parser.add_argument("--rerecord", action="store_true", help=f"with --live: make every one of the {calls} again")
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                        help=f"{calls} in flight at once (default {DEFAULT_CONCURRENCY})")
+                        help=f"{calls} in flight at once (default {DEFAULT_CONCURRENCY}, at most {MAX_CONCURRENCY})")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def check_live_options(parser, args) -> None:
-    if args.concurrency < 1:
-        parser.error("--concurrency must be at least 1")
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        parser.error(f"--concurrency must be from 1 to {MAX_CONCURRENCY}")
     if args.rerecord and not args.live:
         parser.error("--rerecord goes with --live")
 
@@ -133,12 +134,14 @@ def api_error(error: BaseException) -> Optional[BaseException]:
 def one_line(error: BaseException) -> str:
     """The error's type and first line; a Google API error as its code, status and message rather than the
     whole JSON body its text repeats."""
+    from harness.redact import outside_text
+
     api = api_error(error)
     if api is not None:
         text = " ".join(f"{api.code} {api.status}: {api.message}".split())
     else:
         text = (str(error).strip().splitlines() or [""])[0]
-    return f"{type(error).__name__}: {text}"[:300]
+    return outside_text(f"{type(error).__name__}: {text}")[:300]  # no key or password reaches a line or a journal
 
 
 def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None]) -> Any:
@@ -201,24 +204,35 @@ def locked_once(build: Callable):
 class Pool:
     """A bounded pool whose tasks may add tasks; `run()` returns when all are done.
 
-    It waits on a count of unfinished tasks, so each task costs the same however many are queued.
-    Ctrl-C (or SIGTERM, raised as KeyboardInterrupt) cancels what has not started and re-raises once the
-    running calls return. A task's own bug stops the run and surfaces from `run()`."""
+    Work starts only from `run()`, on the calling thread, and never more than `workers` tasks at once: tasks
+    added by running tasks first, then the next of `feed()`'s tasks, drawn lazily, so memory stays flat in
+    the number of cases. Ctrl-C (or SIGTERM, raised as KeyboardInterrupt) wherever it lands in `run()`
+    starts nothing more: tasks added from then on are dropped, and it re-raises once the running calls
+    return. A task's own bug stops the run and surfaces from `run()`."""
 
     def __init__(self, workers: int):
         if workers < 1:
             raise ValueError("concurrency must be at least 1")
+        import collections
         from concurrent.futures import ThreadPoolExecutor  # here, not above: a replay only parses the options
 
         self.executor = ThreadPoolExecutor(max_workers=workers)
-        self.unfinished = 0
+        self.workers, self.running, self.stopped = workers, 0, False
+        self.added: "collections.deque[Callable[[], Any]]" = collections.deque()
+        self.fed: Iterator[Callable[[], Any]] = iter(())
         self.failure: Optional[BaseException] = None
         self.changed = threading.Condition()
 
     def submit(self, task: Callable[[], Any]) -> None:
+        """Add a task; after an interruption it is dropped, so no new call starts."""
         with self.changed:
-            self.unfinished += 1
-        self.executor.submit(self._run, task)
+            if not self.stopped:
+                self.added.append(task)
+                self.changed.notify_all()
+
+    def feed(self, tasks: Iterable[Callable[[], Any]]) -> None:
+        """Tasks to draw one at a time, when a worker is free and no added task waits."""
+        self.fed = iter(tasks)
 
     def _run(self, task: Callable[[], Any]) -> None:
         try:
@@ -228,17 +242,34 @@ class Pool:
                 self.failure = self.failure or error
         finally:
             with self.changed:
-                self.unfinished -= 1
+                self.running -= 1
                 self.changed.notify_all()
+
+    def _next(self) -> Optional[Callable[[], Any]]:
+        """The next task to start, or None when there is none now (called holding `changed`)."""
+        if self.added:
+            return self.added.popleft()
+        return next(self.fed, None)
 
     def run(self) -> None:
         try:
             with self.changed:
-                while self.unfinished and self.failure is None:
+                while self.failure is None:
+                    while self.running < self.workers:
+                        task = self._next()
+                        if task is None:
+                            break
+                        self.running += 1
+                        self.executor.submit(self._run, task)
+                    if not self.running and not self.added:
+                        break
                     self.changed.wait(timeout=0.5)  # a timeout keeps Ctrl-C deliverable to this thread
                 if self.failure is not None:
                     raise self.failure
         except BaseException:
+            with self.changed:
+                self.stopped = True
+                self.added.clear()
             self.executor.shutdown(wait=True, cancel_futures=True)
             raise
         self.executor.shutdown(wait=True)

@@ -16,8 +16,9 @@ import errno
 import functools
 import json
 import os
+import re
 from typing import Optional
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
 # The models a live run uses unless DOCS_MODEL, DOCS_EMBEDDER and DOCS_JUDGE say otherwise. One fixed judge,
@@ -92,11 +93,22 @@ def is_offline(name: str) -> bool:
     return name in OFFLINE.values()
 
 
+from harness.redact import URL_VARIABLES, outside_text, printable, secrets, shown_url, split_url  # noqa: E402,F401
+
+
 def ollama_url() -> str:
-    """OLLAMA_HOST as the ollama CLI reads it (host, host:port or a URL); default http://localhost:11434."""
+    """OLLAMA_HOST as the ollama CLI reads it (host, host:port or a URL); default http://localhost:11434. Any
+    user:password@ is dropped: it never reaches a client or a message."""
     host = os.environ.get("OLLAMA_HOST", "").strip() or "localhost"
-    parts = urlsplit(host if "://" in host else "http://" + host)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port or 11434}"
+    scheme, _, rest = split_url(host)
+    parts = urlsplit((scheme or "http://") + rest)
+    try:
+        port = parts.port
+    except ValueError:  # its text is the port's, which may be a password's end: name the variable alone
+        port = -1
+    if port == -1 or not parts.hostname:
+        raise ProviderError("OLLAMA_HOST is not a host, host:port or URL: its host or port cannot be read")
+    return f"{parts.scheme}://{parts.hostname}:{port or 11434}"
 
 
 def google_key() -> tuple[str, str]:
@@ -136,10 +148,10 @@ def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
         with urllib.request.urlopen(f"{url}/api/tags", timeout=timeout) as response:
             return [m["name"] for m in json.load(response).get("models", [])]
     except urllib.error.HTTPError as e:
-        raise ProviderError(f"Ollama server at {url} answered HTTP {e.code} to /api/tags") from None
+        raise ProviderError(f"Ollama server at {shown_url(url)} answered HTTP {e.code} to /api/tags") from None
     except (urllib.error.URLError, OSError, ValueError) as e:
-        reason = getattr(e, "reason", e)
-        raise ProviderError(f"cannot reach an Ollama server at {url} ({reason}): start `ollama serve` "
+        reason = outside_text(getattr(e, "reason", e))
+        raise ProviderError(f"cannot reach an Ollama server at {shown_url(url)} ({reason}): start `ollama serve` "
                             "or set OLLAMA_HOST") from None
 
 
@@ -152,20 +164,20 @@ def unreachable(error: BaseException, timeout_s: float) -> str:
             return "connection refused"
         if isinstance(cause, TimeoutError) or "Timeout" in type(cause).__name__:
             return f"no answer within {timeout_s:g}s"
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
+    return outside_text(error) or type(error).__name__
 
 
 def gemini_refusal(error, name: str, where: str, key_variable: str) -> str:
-    """One line for an HTTP error answered to models.get."""
-    answer = f"HTTP {error.code}{f' {error.status}' if error.status else ''}"
-    message = " ".join(str(error.message or "").split())[:200]
+    """One line for an HTTP error answered to models.get; `where` is already fit to show."""
+    answer = f"HTTP {error.code}{f' {outside_text(error.status)}' if error.status else ''}"
+    message = outside_text(error.message or "")[:200]
     if error.code == 404:
         return f"Gemini at {where} has no model {name!r} ({answer}: {message})"
     key_problem = error.code in (401, 403) or "api key" in message.lower() or "API_KEY" in str(error.details)
     if key_problem:
-        return f"Gemini at {where} rejected the API key in {key_variable} for model {name} ({answer}: {message})"
-    return f"Gemini at {where} answered {answer} for model {name}: {message}"
+        return (f"Gemini at {where} rejected the API key in {key_variable} for model {printable(name)} "
+                f"({answer}: {message})")
+    return f"Gemini at {where} answered {answer} for model {printable(name)}: {message}"
 
 
 def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> None:
@@ -174,18 +186,21 @@ def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> Non
     timeout_s = timeout_s or PREFLIGHT_TIMEOUT_S
     key_variable, key = google_key()
     url, url_variable = gemini_url()
-    where = f"{url} ({url_variable})" if url_variable else url
+    where = f"{shown_url(url)} ({url_variable})" if url_variable else shown_url(url)
     from google import genai
     from google.genai import errors
 
-    client = genai.Client(api_key=key, http_options=gemini_http_options(timeout_s))
+    try:
+        client = genai.Client(api_key=key, http_options=gemini_http_options(timeout_s))
+    except Exception as e:  # noqa: BLE001 - a client that cannot be built is one line too
+        raise ProviderError(f"cannot use Gemini at {where}: {outside_text(e) or type(e).__name__}") from None
     for name in names:
         try:
             client.models.get(model=name)
         except errors.APIError as e:
             raise ProviderError(gemini_refusal(e, name, where, key_variable)) from None
         except Exception as e:  # noqa: BLE001 - whatever the transport raised, the user gets one line
-            raise ProviderError(f"cannot reach Gemini at {where} for model {name}: "
+            raise ProviderError(f"cannot reach Gemini at {where} for model {printable(name)}: "
                                 f"{unreachable(e, timeout_s)}") from None
 
 
@@ -201,7 +216,8 @@ def preflight(names: list[str]) -> None:
         pulled = ollama_models(url)
         for name in local:
             if name not in pulled and f"{name}:latest" not in pulled:
-                raise ProviderError(f"Ollama server at {url} has no model {name!r}: run `ollama pull {name}`")
+                raise ProviderError(f"Ollama server at {shown_url(url)} has no model {name!r}: "
+                                    f"run `ollama pull {printable(name)}`")
 
 
 def chat_model(name: str, roles: Optional[dict] = None):

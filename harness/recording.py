@@ -88,13 +88,19 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
             pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
         finish(case, None)
 
-    rankers = Rankers(inputs)  # the retrieval ladder's rankings: no trace needed, so they start at once
-    for case in inputs.cases["cases"]:
-        rungs = rankers.entries(case)
-        left[case["id"]] = repeats + len(rungs)
-        for variant in [""] + [repeat(r) for r in range(2, repeats + 1)]:
-            pool.submit(lambda c=case, v=variant: agent_step(c, v))
-        for name, (deps_of, compute) in rungs.items():
-            pool.submit(lambda c=case, n=name, d=deps_of, f=compute: finish(c, record(n, d, f)[1]))
+    rankers = Rankers(inputs)  # the retrieval ladder's rankings: no trace needed
+
+    def tasks():
+        """Each case's runs and rankings, drawn by the pool one at a time as workers free up."""
+        for case in inputs.cases["cases"]:
+            rungs = rankers.entries(case)
+            with lock:
+                left[case["id"]] = repeats + len(rungs)
+            for variant in [""] + [repeat(r) for r in range(2, repeats + 1)]:
+                yield lambda c=case, v=variant: agent_step(c, v)
+            for name, (deps_of, compute) in rungs.items():
+                yield lambda c=case, n=name, d=deps_of, f=compute: finish(c, record(n, d, f)[1])
+
+    pool.feed(tasks())
     pool.run()
     return errors

@@ -1,10 +1,45 @@
 """The markdown report of a run: the stage table, the summary with intervals, why each failing case
-failed, tokens and latency. Pure: `markdown(report)` returns text."""
+failed, tokens and latency. Pure: `markdown(report)` returns text.
+
+Every text from the inputs or the models (answers and reasons, tool, model and category names, error
+messages...) goes through `text`, `cell` or `code` where it is emitted: GitHub and most viewers render
+markdown's inline HTML, so `<`, `>` and `&` become entities (shown as the characters), a backtick cannot
+open a code span, a line break cannot end a table row or a list item, and `|` cannot end a table cell. Text
+with none of these characters is emitted as is."""
+import re
 from typing import Optional
 
 from harness.ladder import markdown_lines as ladder_lines
 from harness.stages import deepeval_disagrees, failure_reason
 from harness.stats import rate_text
+
+
+ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "\\`"}
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def text(value) -> str:
+    """Outside text in markdown prose: HTML read as characters, a backtick as a backtick, a line break as <br>
+    (which keeps it within its list item or table row)."""
+    escaped = "".join(ENTITIES.get(c, c) for c in str(value))
+    return LINE_BREAK.sub("<br>", escaped)
+
+
+def cell(value) -> str:
+    """Outside text in a table cell: `text`, and `|` escaped so it stays in its cell (GitHub's tables read
+    `\\|` as a pipe, in a code span too)."""
+    return text(value).replace("|", "\\|")
+
+
+def code(value) -> str:
+    """Outside text as an inline code span (outside a table): fenced by more backticks than it holds in a row,
+    so none ends it; a line break as a space, as a code span shows it anyway. HTML is never read inside a code
+    span, so nothing else needs escaping."""
+    value = LINE_BREAK.sub(" ", str(value))
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") or (value.startswith(" ") and value.endswith(" ")
+                                                                   and value.strip()) else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
 
 
 def fmt(x: Optional[float]) -> str:
@@ -19,12 +54,12 @@ def table_row(r: dict) -> str:
     ret, j, tools = r.get("retrieval"), r.get("judged", {}), r.get("tools")
     score = lambda m: fmt(j.get(m, {}).get("score"))  # noqa: E731
     behaviour = r.get("behaviour")
-    return (f"| {r['id']} | {', '.join(r['calls']) or 'none'} | "
+    return (f"| {cell(r['id'])} | {cell(', '.join(r['calls'])) or 'none'} | "
             f"{'-' if behaviour is None else ('pass' if behaviour['pass'] else 'FAIL')} | "
             f"{'-' if tools is None else ('pass' if tools['pass'] else 'FAIL')} | "
             f"{'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | {fmt(ret and ret['recall'])} | "
             f"{fmt(ret and ret['reciprocal_rank'])} | {score('contextual_precision')} | {score('faithfulness')} | "
-            f"{score('contextual_recall')} | {score('answer_relevancy')} | {r['first_failure'] or '-'} |")
+            f"{score('contextual_recall')} | {score('answer_relevancy')} | {cell(r['first_failure'] or '-')} |")
 
 
 def cases(n: int) -> str:
@@ -47,18 +82,22 @@ def markdown(report: dict) -> str:
                  f"mean faithfulness {'-' if faith is None else faith}.")
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
                                               if r["total"]) + ".")
-    lines += ladder_lines(s.get("ladder"), report["key"]["embedder"])
+    ladder = s.get("ladder")
+    if ladder and ladder.get("retriever"):
+        ladder = {**ladder, "retriever": cell(ladder["retriever"])}  # the ladder's table names it in a cell
+    lines += ladder_lines(ladder, cell(report["key"]["embedder"]))
     if s.get("categories"):
         lines += ["\nPer category (reported, never gated: a handful of cases each, so one flip moves tens of "
                   "points):\n", "| category | cases | passed | pass rate (95% CI) | most common first failure |",
                   "|---|---|---|---|---|"]
-        lines += [f"| {c} | {r['total']} | {r['passed']} | {rate_text(r).partition(' = ')[2]} | "
-                  f"{r['top_failure'] or '-'} |" for c, r in s["categories"].items()]
+        lines += [f"| {cell(c)} | {r['total']} | {r['passed']} | {rate_text(r).partition(' = ')[2]} | "
+                  f"{cell(r['top_failure'] or '-')} |" for c, r in s["categories"].items()]
     if s.get("repeats"):
         rep = s["repeats"]
         lines.append(f"\nRepeats: {rep['n']} runs per case; mean pass rate {rep['mean_pass_rate']:.0%}; "
                      f"pass^{rep['n']} (every run passes) {rate_text(rep['pass_all'])}.")
-        lines += [f"- flaky `{cid}`: passed {f['passes']}/{rep['n']}; flipped: {', '.join(f['flipped']) or '-'}"
+        lines += [f"- flaky {code(cid)}: passed {f['passes']}/{rep['n']}; flipped: "
+                  f"{text(', '.join(f['flipped'])) or '-'}"
                   for cid, f in rep["flaky"].items()] or ["No case is flaky: each passed all its runs or none."]
     for kind, counts in s.get("counterfactual", {}).items():
         lines.append(f"\nCounterfactual ({kind}): of {cases(counts['fixed'] + counts['still_fails'])} failing at "
@@ -70,22 +109,22 @@ def markdown(report: dict) -> str:
     failing = [r for r in report["rows"] if r["first_failure"]]
     if failing:
         lines.append("\nFirst failures:\n")
-        lines += [f"- `{r['id']}` **{r['first_failure']}**: {failure_reason(r)}" for r in failing]
+        lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}" for r in failing]
     differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
     if differ:
         lines.append("\nDeepEval's ToolCorrectnessMetric matches expected tools as a set, so it scored these cases "
                      "differently from the harness's count, which the tools stage uses: " + "; ".join(
-                         f"`{r['id']}` DeepEval {fmt(r['tools']['deepeval']['score'])}, harness "
-                         f"{fmt(r['tools']['score'])} ({r['tools']['reason']})" for r in differ) + ".")
+                         f"{code(r['id'])} DeepEval {fmt(r['tools']['deepeval']['score'])}, harness "
+                         f"{fmt(r['tools']['score'])} ({text(r['tools']['reason'])})" for r in differ) + ".")
     t, lat = s["tokens"], s["latency"]
-    cost = "not reported by the providers" if s["cost"] is None else f"{s['cost']}"
+    cost = "not reported by the providers" if s["cost"] is None else text(s["cost"])
     lines.append(f"\nTokens: agent {t['agent_in']} in / {t['agent_out']} out; judge {t['judge_in']} in / "
                  f"{t['judge_out']} out. Cost: {cost}.")
     lines.append(f"Latency: agent run p50 {seconds(lat['agent_p50_s'])}, p95 {seconds(lat['agent_p95_s'])}; "
                  f"judge metric p50 {seconds(lat['judge_p50_s'])}, p95 {seconds(lat['judge_p95_s'])}.")
     key = report["key"]
-    agent = f"Agent {key['agent']}; " if key.get("agent") else ""
-    lines.append(f"\n{agent}model {key['model']}, embedder {key['embedder']}, judge {key['judge']}"
-                 f"{' (the offline backends)' if key.get('offline') else ''}; cases {key['cases']}, "
-                 f"split {report.get('split', 'all')}.")
+    agent = f"Agent {text(key['agent'])}; " if key.get("agent") else ""
+    lines.append(f"\n{agent}model {text(key['model'])}, embedder {text(key['embedder'])}, judge {text(key['judge'])}"
+                 f"{' (the offline backends)' if key.get('offline') else ''}; cases {text(key['cases'])}, "
+                 f"split {text(report.get('split', 'all'))}.")
     return "\n".join(lines)

@@ -1,7 +1,11 @@
 """compare.py: the per-case diff of two saved reports, and its refusals. Offline: the bundled report and a
 run recorded with the offline backends in a copy of the project."""
+import errno
 import io
 import json
+import os
+import subprocess
+import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -9,12 +13,14 @@ import pytest
 
 import compare
 import evaluate
+from harness import console
 from harness import stages
 from harness import stats
 from conftest import copy_project
 
 HERE = Path(__file__).parent.parent
 BUNDLED = HERE / "runs" / "docs-assistant+rules+hash+lexical.json"
+BUNDLED_ALL = HERE / "runs" / "docs-assistant+rules+hash+lexical.all.json"
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 # Everything the archive page says about restoring. Dropping only "Run tracker restore ID ..." is not enough
 # for the lexical judge: the title "Archiving and restoring tasks" and "cannot be restored" still hold
@@ -194,6 +200,239 @@ def test_a_json_file_that_is_not_a_report_exits_2_naming_it(capsys):
     calibration = str(HERE / "runs" / "calibration+lexical.json")
     code, _, err = run_compare(capsys, str(BUNDLED), calibration)
     assert code == 2 and err.startswith(f"compare.py: {calibration}: not an evaluation report")
+
+
+# ---- a report of the wrong shape: one line naming the file and the field, never a traceback -------------
+
+VALID_FIRST_FAILURES = ", ".join([*stages.STAGES, "error"])
+
+
+def refused(capsys, a: str, b: str, *extra: str) -> str:
+    """compare.py's one-line refusal: exit 2, nothing on stdout, one line on stderr."""
+    code = compare.main([a, b, *extra])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and err.endswith("\n"), err
+    return err.rstrip("\n")
+
+
+def test_an_unknown_stage_is_refused_naming_the_file_as_typed_the_row_and_the_valid_stages(capsys, tmp_path,
+                                                                                          monkeypatch):
+    after = bundled()
+    after["rows"][3]["first_failure"] = "x"  # passing in A: listed as broken, its reason read
+    saved(tmp_path, "b.json", after)
+    monkeypatch.chdir(tmp_path)
+    err = refused(capsys, str(BUNDLED), "b.json")
+    assert err == (f"compare.py: b.json: rows[3] (config-keys).first_failure: unknown stage 'x' "
+                   f"(valid: {VALID_FIRST_FAILURES})")
+
+
+def unset(field: str):
+    return lambda r: r.pop(field)
+
+
+def put(field: str, value):
+    return lambda r: r.update({field: value})
+
+
+def judged(name: str, **fields):
+    def change(r):
+        r["judged"][name].update(fields)
+        for field, value in fields.items():
+            if value is unset:
+                del r["judged"][name][field]
+    return change
+
+
+def failing_at(stage: str, **fields):
+    """The row fails at `stage` in B (it passes in A, so compare reads why), its stage field set to `fields`."""
+    return lambda r: r.update(first_failure=stage, **fields)
+
+
+@pytest.mark.parametrize("change, problem", [
+    (put("id", ["backup"]), "rows[0].id: expected a string, got a list"),
+    (put("id", 7), "rows[0].id: expected a string, got a number"),
+    (put("first_failure", ["tools"]), "rows[0] (backup).first_failure: expected a stage name or null, got a list"),
+    (put("first_failure", "Tools"), f"rows[0] (backup).first_failure: unknown stage 'Tools' "
+                                    f"(valid: {VALID_FIRST_FAILURES})"),
+    (put("tools", {"score": 1.0}), "rows[0] (backup).tools.pass: missing"),
+    (put("tools", "passed"), "rows[0] (backup).tools: expected an object or null, got a string"),
+    (put("retrieval", {"hit": True}), "rows[0] (backup).retrieval.recall: missing"),
+    (put("judged", None), "rows[0] (backup).judged: expected an object, got null"),
+    (judged("faithfulness", score=unset), "rows[0] (backup).judged.faithfulness.score: missing"),
+    (judged("faithfulness", score="0.9"),
+     "rows[0] (backup).judged.faithfulness.score: expected a number or null, got a string"),
+    (failing_at("behaviour", behaviour={"pass": False}), "rows[0] (backup).behaviour.failures: missing"),
+    (failing_at("behaviour"), "rows[0] (backup).behaviour: null, but first_failure names it"),
+    (failing_at("tools", tools=None), "rows[0] (backup).tools: null, but first_failure names it"),
+    (failing_at("retrieval", retrieved=None),
+     "rows[0] (backup).retrieved: expected a list of strings, got null"),
+    (failing_at("retrieval", counterfactual={"for": "retrieval"}),
+     "rows[0] (backup).counterfactual.fixed: missing"),
+    (failing_at("faithfulness", judged={}), "rows[0] (backup).judged.faithfulness: missing, but first_failure "
+                                            "names it"),
+], ids=["list id", "number id", "list stage", "unknown stage", "tools without pass", "tools a string",
+        "retrieval without recall", "judged null", "judged without score", "score a string",
+        "behaviour without failures", "behaviour missing", "tools null", "retrieved null",
+        "counterfactual without fixed", "judged stage missing"])
+def test_a_row_of_the_wrong_shape_is_refused_in_one_line_naming_the_file_and_field(capsys, tmp_path, change,
+                                                                                   problem):
+    after = bundled()
+    change(after["rows"][0])
+    path = saved(tmp_path, "b.json", after)
+    assert refused(capsys, str(BUNDLED), path) == f"compare.py: {path}: {problem}"
+    # either side: the baseline is checked as well
+    assert refused(capsys, path, str(BUNDLED)) == f"compare.py: {path}: {problem}"
+
+
+def test_a_case_id_with_a_line_break_is_quoted_to_keep_the_refusal_on_one_line(capsys, tmp_path):
+    after = bundled()
+    after["rows"][0].update(id="back\nup", first_failure="x")
+    path = saved(tmp_path, "b.json", after)
+    assert refused(capsys, str(BUNDLED), path).startswith(f"compare.py: {path}: rows[0] ('back\\nup').first_failure: ")
+
+
+def test_a_row_twice_is_refused(capsys, tmp_path):
+    after = bundled()
+    after["rows"].append(dict(after["rows"][0]))
+    path = saved(tmp_path, "b.json", after)
+    assert refused(capsys, str(BUNDLED), path) == \
+        f"compare.py: {path}: rows[{CASES}] (backup).id: the same id as rows[0]"
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda report: report["key"].pop("judge"), "key.judge: missing"),
+    (lambda report: report["key"].update(k=[3]), "key.k: expected a string, number, boolean or null, got a list"),
+    (lambda report: report.update(key=[]), "key: expected an object, got a list"),
+    (lambda report: report.update(threshold="0.7"), "threshold: expected a number, got a string"),
+    (lambda report: report.update(split=["dev"]), "split: expected a string, got a list"),
+    (lambda report: report.update(rows={"backup": {}}), "rows: expected a list, got an object"),
+    (lambda report: report["rows"].append("restore"),
+     f"rows[{len(bundled()['rows'])}]: expected an object, got a string"),
+])
+def test_a_report_key_or_field_of_the_wrong_shape_is_refused_naming_it(capsys, tmp_path, change, problem):
+    after = bundled()
+    change(after)
+    path = saved(tmp_path, "b.json", after)
+    assert refused(capsys, str(BUNDLED), path) == f"compare.py: {path}: {problem}"
+
+
+def test_a_refused_report_writes_no_html(capsys, tmp_path):
+    after = bundled()
+    after["rows"][3]["first_failure"] = "x"
+    out_path = tmp_path / "diff.html"
+    refused(capsys, str(BUNDLED), saved(tmp_path, "b.json", after), "--html", str(out_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]
+
+
+def test_the_bundled_reports_pass_the_shape_check():
+    for path in (BUNDLED, BUNDLED_ALL):
+        assert compare.load_report(str(path))["rows"]
+
+
+# ---- two reports of different case sets -----------------------------------------------------------------
+
+def test_a_dev_report_and_an_all_report_are_refused_naming_both_splits_and_the_cases(capsys):
+    dev, every = bundled(), json.loads(BUNDLED_ALL.read_text())
+    assert (dev["split"], every["split"]) == ("dev", "all")
+    extra = [r["id"] for r in every["rows"] if r["id"] not in {d["id"] for d in dev["rows"]}]
+    assert len(extra) > 3
+    err = refused(capsys, str(BUNDLED), str(BUNDLED_ALL))
+    assert err == (f"compare.py: A ({BUNDLED}) is a report of the dev split, B ({BUNDLED_ALL}) of the all split, "
+                   f"so their case sets differ ({len(extra)} only in B: {', '.join(extra[:3])} and "
+                   f"{len(extra) - 3} more); compare reports of the same split")
+
+
+def test_reports_of_the_same_split_with_other_cases_are_refused_naming_them(capsys, tmp_path):
+    after = bundled()
+    row(after, "restore")["id"] = "restore-2"
+    after["rows"] = [r for r in after["rows"] if r["id"] != "backup"]
+    path = saved(tmp_path, "b.json", after)
+    err = refused(capsys, str(BUNDLED), path)
+    assert err == (f"compare.py: A ({BUNDLED}) and B ({path}) hold different cases (2 only in A: backup, restore; "
+                   f"1 only in B: restore-2); compare reports of the same cases")
+
+
+def test_a_report_without_a_split_is_compared_by_its_cases(capsys, tmp_path):
+    after = bundled()
+    del after["split"]
+    code, _, err = run_compare(capsys, str(BUNDLED), saved(tmp_path, "b.json", after))
+    assert code == 0 and err == ""
+
+
+# ---- --html '' ------------------------------------------------------------------------------------------
+
+def test_an_empty_html_path_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    err = refused(capsys, str(BUNDLED), str(BUNDLED), "--html", "")
+    assert err == "compare.py: --html: empty path; name the page to write, e.g. --html diff.html"
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- stdout that cannot take the text: harness.console --------------------------------------------------
+
+def compare_process(stdout, *reports: Path) -> subprocess.CompletedProcess:
+    """`python compare.py A B` in the repository, its stdout on `stdout`."""
+    return subprocess.run([sys.executable, "compare.py", *map(str, reports)], cwd=HERE, stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+def test_a_reader_closing_the_pipe_ends_compare_quietly_with_exit_0():
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before compare writes a byte, as `| head -0` does, every time
+    try:
+        done = compare_process(write_end, BUNDLED_ALL, BUNDLED_ALL)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (0, "")  # no traceback, no "Exception ignored ... BrokenPipeError"
+
+
+def test_a_reader_taking_one_line_ends_compare_with_exit_0():
+    with subprocess.Popen([sys.executable, "compare.py", str(BUNDLED), str(BUNDLED)], cwd=HERE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        first = proc.stdout.readline()
+        proc.stdout.close()  # `| head -1`
+        err = proc.stderr.read()
+    assert (proc.returncode, err) == (0, "") and first.startswith(f"A: {BUNDLED}")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_stdout_on_a_full_device_exits_2_with_one_line():
+    with open("/dev/full", "w") as full:
+        done = compare_process(full, BUNDLED, BUNDLED)
+    assert (done.returncode, done.stderr) == (2, "compare.py: stdout: cannot write: No space left on device\n")
+
+
+class FailingStdout(io.StringIO):
+    """A stdout whose writes fail with `error`, as a closed pipe or a full disk makes them."""
+
+    def __init__(self, error: OSError):
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+def test_console_stops_quietly_when_the_reader_left(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", FailingStdout(BrokenPipeError(errno.EPIPE, "Broken pipe")))
+    assert console.write_stdout("text", command="compare.py") == 0
+    print("later output goes nowhere")  # stdout is os.devnull now: no error
+    assert sys.stdout.name == os.devnull
+    sys.stdout.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_console_names_the_command_when_stdout_cannot_be_written(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", FailingStdout(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    assert console.write_stdout("text", command="evaluate.py") == 2
+    assert sys.stdout.name == os.devnull
+    sys.stdout.close()
+    assert capsys.readouterr().err == f"evaluate.py: stdout: cannot write: {os.strerror(errno.ENOSPC)}\n"
+
+
+def test_console_writes_the_text_and_says_carry_on(capsys):
+    assert console.write_stdout("one\ntwo", command="compare.py") is None
+    assert capsys.readouterr().out == "one\ntwo\n"
 
 
 # ---- the exact McNemar test (stats.mcnemar_exact) -------------------------------------------------------

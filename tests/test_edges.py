@@ -176,13 +176,15 @@ def test_a_read_only_runs_folder_exits_2_naming_the_report(here, monkeypatch, ca
     assert out == "" and list((here / "runs").iterdir()) == []
 
 
-def test_a_read_only_recordings_folder_exits_2_naming_the_journal(live_project, monkeypatch, capsys):
+def test_a_read_only_recordings_folder_exits_2_naming_the_first_file_it_cannot_write(live_project, monkeypatch,
+                                                                                       capsys):
     edit(live_project / "cases.json", lambda cases: cases["cases"][0].update(question="Where is my data kept?"))
     before = outputs(live_project)
     read_only(monkeypatch, live_project / "recordings")
     assert evaluate.main(["--live", "--quiet", "--concurrency", "1"]) == 2
     out, err = capsys.readouterr()
-    assert one_line(err) == f"evaluate.py: {JOURNAL}: cannot write: Permission denied"
+    # the live run's lock comes first, before any call is paid for
+    assert one_line(err) == f"evaluate.py: recordings/.{OFFLINE_RUN}.lock: cannot write: Permission denied"
     assert out == "" and outputs(live_project) == before
 
 
@@ -423,3 +425,55 @@ def test_the_live_evals_are_opt_in_and_never_run_on_push():
     assert "run-evals" in job["if"] and job["env"]["GOOGLE_API_KEY"] == "${{ secrets.GOOGLE_API_KEY }}"
     uploads = [s for s in steps(data) if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploads and "runs/*.html" in uploads[0]["with"]["path"]
+
+
+WORKFLOWS = sorted((HERE / ".github" / "workflows").glob("*.y*ml"))
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_action_is_pinned_to_a_commit_with_its_version_in_a_comment(path):
+    uses = [line.strip() for line in path.read_text().splitlines() if re.match(r"\s*(- )?uses:", line)]
+    assert uses
+    for line in uses:
+        assert re.fullmatch(r"(- )?uses: [\w.-]+/[\w./-]+@[0-9a-f]{40} +# v\d+\.\d+\.\d+", line), line
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_checkout_leaves_no_credentials_in_the_workspace(path):
+    data, _ = workflow(path.name)
+    checkouts = [s for s in steps(data) if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts and all((s.get("with") or {}).get("persist-credentials") is False for s in checkouts)
+
+
+def test_the_judge_is_calibrated_before_the_live_evaluation_spends_anything():
+    data, _ = workflow("evals.yml")
+    (job,) = data["jobs"].values()
+    runs = [s.get("run", "") for s in job["steps"]]
+    calibrate_at = next(i for i, r in enumerate(runs) if "calibrate.py --live" in r)
+    evaluate_at = next(i for i, r in enumerate(runs) if "evaluate.py --live" in r)
+    assert calibrate_at < evaluate_at
+    # Nothing between them may run past a failed calibration, nor may the live run itself.
+    assert all("if" not in step for step in job["steps"][calibrate_at:evaluate_at + 1])
+
+
+def zizmor() -> str | None:
+    import shutil
+    beside = Path(sys.executable).with_name("zizmor")
+    return str(beside) if beside.is_file() else shutil.which("zizmor")
+
+
+def test_the_workflows_pass_the_security_audit_offline():
+    if not zizmor():
+        pytest.skip("zizmor is not installed (it is in requirements-lock.txt)")
+    done = subprocess.run([zizmor(), "--offline", "--no-progress", "--format", "json", ".github/workflows"],
+                          cwd=HERE, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, json.loads(done.stdout or "null")) == (0, []), done.stdout + done.stderr
+
+
+def test_ci_runs_the_audit_from_the_lock_after_installing_it_and_before_the_tests():
+    script = (HERE / ".ci" / "run").read_text().splitlines()
+    install = next(i for i, line in enumerate(script) if "-r requirements-lock.txt" in line)
+    audit = next(i for i, line in enumerate(script) if line.startswith(".venv/bin/zizmor --offline"))
+    tests = next(i for i, line in enumerate(script) if "-m pytest" in line)
+    assert install < audit < tests and script[audit].split()[-1] == ".github/workflows"
+    assert re.search(r"^zizmor==1\.32\.\d+$", (HERE / "requirements-lock.txt").read_text(), re.M)

@@ -269,7 +269,8 @@ def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_
 
 
 @pytest.mark.parametrize("args, message", [(["--rerecord"], "--rerecord goes with --live"),
-                                           (["--live", "--concurrency", "0"], "--concurrency must be at least 1")])
+                                           (["--live", "--concurrency", "0"], "--concurrency must be from 1 to 64"),
+                                           (["--live", "--concurrency", "65"], "--concurrency must be from 1 to 64")])
 @pytest.mark.parametrize("script", ["evaluate", "calibrate"])
 def test_live_options_that_make_no_sense_are_refused(capsys, script, args, message):
     module = __import__(script)

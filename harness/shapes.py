@@ -1,0 +1,103 @@
+"""The shape of every recorded value, checked when a recording or a journal is read: a value edited by hand or
+damaged on disk is refused naming the entry and the field, never a traceback later. Pure, standard library.
+
+`problem(entry, value)` returns "value.answer: expected a string, got 123" or None, by the entry's kind
+(agent/, tools/, judge/, ladder/); `verdict_problem` checks a calibration score.
+"""
+from typing import Any, Optional
+
+NUMBER = (int, float)
+
+
+def kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def expect(value: Any, types: tuple, field: str, what: str, optional: bool = False) -> Optional[str]:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        return f"{field}: expected {what}, got {kind(value) if not isinstance(value, (str, int, float)) else repr(value)}"
+    return None
+
+
+def first(*problems: Optional[str]) -> Optional[str]:
+    return next((p for p in problems if p), None)
+
+
+def trace_problem(value: Any) -> Optional[str]:
+    """An agent run: answer, tool_calls [{name, args}], tool_outputs [{tool, content, artifact?, callbacks?}],
+    usage {input_tokens, output_tokens}, agent_s."""
+    if not isinstance(value, dict):
+        return expect(value, (dict,), "value", "an object (a trace)")
+    found = first(expect(value.get("answer"), (str,), "value.answer", "a string"),
+                  expect(value.get("tool_calls"), (list,), "value.tool_calls", "a list"),
+                  expect(value.get("tool_outputs"), (list,), "value.tool_outputs", "a list"),
+                  expect(value.get("usage", {}), (dict,), "value.usage", "an object"),
+                  expect(value.get("agent_s"), NUMBER, "value.agent_s", "a number of seconds", optional=True))
+    if found:
+        return found
+    for i, call in enumerate(value["tool_calls"]):
+        at = f"value.tool_calls[{i}]"
+        found = expect(call, (dict,), at, "an object") or first(
+            expect(call.get("name"), (str,), f"{at}.name", "a string"),
+            expect(call.get("args"), (dict,), f"{at}.args", "an object"))
+        if found:
+            return found
+    for i, output in enumerate(value["tool_outputs"]):
+        at = f"value.tool_outputs[{i}]"
+        found = expect(output, (dict,), at, "an object") or first(
+            expect(output.get("tool"), (str,), f"{at}.tool", "a string", optional=True),
+            expect(output.get("content"), (str,), f"{at}.content", "a string"),
+            *(pages_problem(output[source], f"{at}.{source}") for source in ("artifact", "callbacks")
+              if source in output))
+        if found:
+            return found
+    for field, count in value.get("usage", {}).items():
+        found = expect(count, (int,), f"value.usage.{field}", "a whole number")
+        if found:
+            return found
+    return None
+
+
+def pages_problem(pages: Any, at: str) -> Optional[str]:
+    if not isinstance(pages, list):
+        return expect(pages, (list,), at, "a list of pages")
+    for i, page in enumerate(pages):
+        found = expect(page, (dict,), f"{at}[{i}]", "an object") or first(
+            expect(page.get("id"), (str,), f"{at}[{i}].id", "a string", optional=True),
+            expect(page.get("text"), (str,), f"{at}[{i}].text", "a string"))
+        if found:
+            return found
+    return None
+
+
+def verdict_problem(value: Any) -> Optional[str]:
+    """A judged score (a judge metric, DeepEval's tool score, a calibration score): score, reason, and the
+    judge's time, tokens and cost where recorded."""
+    if not isinstance(value, dict):
+        return expect(value, (dict,), "value", "an object (a score and its reason)")
+    if "score" not in value:
+        return "value.score: missing"
+    return first(expect(value["score"], NUMBER, "value.score", "a number", optional=True),
+                 expect(value.get("reason"), (str,), "value.reason", "a string", optional=True),
+                 *(expect(value.get(f), NUMBER, f"value.{f}", "a number", optional=True)
+                   for f in ("judge_s", "cost")),
+                 *(expect(value.get(f), (int,), f"value.{f}", "a whole number", optional=True)
+                   for f in ("tokens_in", "tokens_out")))
+
+
+def ranking_problem(value: Any) -> Optional[str]:
+    if not isinstance(value, list):
+        return expect(value, (list,), "value", "a list of page ids")
+    return next((f"value[{i}]: expected a page id, got {kind(p)}" for i, p in enumerate(value)
+                 if not isinstance(p, str)), None)
+
+
+KINDS = {"agent": trace_problem, "tools": verdict_problem, "judge": verdict_problem, "ladder": ranking_problem}
+
+
+def problem(entry: str, value: Any) -> Optional[str]:
+    """What is wrong with a recorded value of an evaluate.py recording, or None."""
+    check = KINDS.get(entry.split("/", 1)[0])
+    return f"unknown kind of entry (valid: {', '.join(KINDS)})" if check is None else check(value)

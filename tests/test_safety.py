@@ -1,0 +1,324 @@
+"""Nothing paid is lost, nothing half-written: damaged journals and recordings, two runs at once, signals at
+awkward moments, hand-edited values, and bounds. Each test names the failure it guards against."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import evaluate
+from cassette import Cassette, RecordingError, write_atomic
+from conftest import OFFLINE, OFFLINE_RUN
+from harness import capture
+from harness.live_calls import Pool
+
+HERE = Path(__file__).parent.parent
+REAL_RUN = capture.run
+
+
+def journal_of(project: Path) -> Path:
+    return project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
+
+
+def recording_of(project: Path) -> Path:
+    return project / "recordings" / f"{OFFLINE_RUN}.json"
+
+
+def whole_entries(journal: Path) -> set[str]:
+    """The entry names of the journal's lines that parse."""
+    names = set()
+    for line in journal.read_text().splitlines()[1:]:
+        try:
+            names.add(json.loads(line)["entry"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    return names
+
+
+class Agent:
+    """Counts agent runs; `stop_after` raises Ctrl-C once that many have completed."""
+
+    def __init__(self, monkeypatch, stop_after=None):
+        self.done, self.stop_after, real = [], stop_after, REAL_RUN
+
+        def run(agent, question):
+            if self.stop_after is not None and len(self.done) >= self.stop_after:
+                raise KeyboardInterrupt
+            trace = real(agent, question)
+            self.done.append(question)
+            return trace
+        monkeypatch.setattr(capture, "run", run)
+
+
+def one_line(err: str) -> str:
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err.strip()
+
+
+# ---- 1, 2: the journal --------------------------------------------------------------------------------------
+
+def test_a_torn_journal_line_costs_that_line_only(live_project, monkeypatch, capsys):
+    journal = journal_of(live_project)
+    Agent(monkeypatch, stop_after=4)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    journal.write_bytes(journal.read_bytes()[:-40])  # a kill -9 or a full disk in the middle of the last line
+    torn = journal.read_text().splitlines()[-1]
+    Agent(monkeypatch, stop_after=4)
+    assert evaluate.main(["--live", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    assert "kept aside" in err and "1 damaged line" in err
+    kept = whole_entries(journal)  # what the second run keeps: the first run's whole lines and its own
+    assert all(json.loads(line) for line in journal.read_text().splitlines())  # every line whole again
+    aside = [p for p in journal.parent.iterdir() if ".damaged-" in p.name]
+    assert len(aside) == 1 and aside[0].read_text() == torn + "\n"
+    third = Agent(monkeypatch)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert f"resuming: {len(kept)} entries from an interrupted run are kept" in capsys.readouterr().err
+    paid_again = {f"agent/{c['id']}" for c in json.loads((live_project / "cases.json").read_text())["cases"]
+                  if c["question"] in third.done}
+    assert not paid_again & kept  # nothing the journal kept is paid for twice
+
+
+@pytest.mark.parametrize("damage", ["header", "empty"])
+def test_a_damaged_or_empty_journal_is_never_deleted_for_other_models(live_project, monkeypatch, capsys, damage):
+    journal = journal_of(live_project)
+    Agent(monkeypatch, stop_after=3)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    capsys.readouterr()
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("{not json\n" + "".join(lines[1:]) if damage == "header" else "")
+    damaged = journal.read_text()
+    Agent(monkeypatch)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "recorded with other models" not in err
+    if damage == "header":
+        aside = [p for p in journal.parent.iterdir() if ".unreadable-header-" in p.name]
+        assert len(aside) == 1 and aside[0].read_text() == damaged  # every paid line is still on disk
+        assert f"kept aside recordings/{aside[0].name}: its first line is not a readable header" in err
+
+
+# ---- 3, 4, 5: the recording ---------------------------------------------------------------------------------
+
+def test_a_corrupt_recording_is_refused_not_paid_for_again(live_project, monkeypatch, capsys):
+    path = recording_of(live_project)
+    path.write_bytes(path.read_bytes()[:1000])
+    damaged = path.read_bytes()
+    paid = Agent(monkeypatch)
+    assert evaluate.main(["--live", "--quiet"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"evaluate.py: recordings/{OFFLINE_RUN}.json: malformed JSON at line ")
+    assert line.endswith("start over deliberately with --rerecord")
+    assert paid.done == [] and path.read_bytes() == damaged
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 0  # deliberately
+    assert json.loads(path.read_text())["entries"]
+
+
+def test_a_second_live_run_on_the_same_recording_exits_2_naming_the_first(live_project, capsys):
+    header = json.loads(recording_of(live_project).read_text())["key"]
+    first = Cassette(recording_of(live_project), {k: v for k, v in header.items() if k != "format"}, live=True)
+    try:
+        assert evaluate.main(["--live", "--quiet"]) == 2
+        line = one_line(capsys.readouterr().err)
+        assert f"another live run is recording it (pid {os.getpid()}, since " in line
+    finally:
+        first.close()
+    assert evaluate.main(["--live", "--quiet"]) == 0  # released: the next run goes ahead
+
+
+def test_two_live_processes_never_both_pay(live_project):
+    """Two children at once on the same recording: one records, the other exits 2 before any call."""
+    env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
+    cases = json.loads((live_project / "cases.json").read_text())
+    for case in cases["cases"][:5]:
+        case["question"] += " Please."
+    (live_project / "cases.json").write_text(json.dumps(cases))
+    runs = [subprocess.Popen([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=live_project, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = sorted((p.wait(timeout=120), p.stderr.read()) for p in runs)
+    assert [code for code, _ in results] == [0, 2]
+    assert "another live run is recording it" in results[1][1]
+
+
+def test_names_that_map_to_the_same_characters_get_files_of_their_own():
+    from harness.run_files import file_part, run_name
+
+    assert file_part("m:1") != file_part("m-1") and file_part("m/1") != file_part("m:1")
+    assert run_name("c", "m:1", "e", "j") != run_name("c", "m-1", "e", "j")
+    assert file_part("rules") == "rules" and file_part("m\x001").isprintable()
+
+
+def test_a_recording_of_other_models_is_never_replaced(live_project, capsys):
+    path = recording_of(live_project)
+    data = json.loads(path.read_text())
+    data["key"]["model"] = "m:1"  # as if another name had mapped to this file
+    path.write_text(json.dumps(data))
+    before = path.read_bytes()
+    assert evaluate.main(["--live", "--quiet"]) == 2
+    assert "holds the recording of model 'm:1', not model 'rules'" in one_line(capsys.readouterr().err)
+    assert path.read_bytes() == before
+
+
+# ---- 6, 7: signals --------------------------------------------------------------------------------------------
+
+def test_a_signal_while_work_is_queued_stops_the_run_and_says_what_is_kept(live_project):
+    env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
+                             cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal, deadline = journal_of(live_project), time.monotonic() + 60
+    while not (journal.exists() and len(journal.read_text().splitlines()) > 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    err = child.communicate(timeout=30)[1]
+    assert time.monotonic() - sent < 10 and child.returncode == 143
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("evaluate.py: terminated: ") and "Traceback" not in err and "cannot schedule" not in err
+    said = int(last.split("terminated: ")[1].split()[0])
+    assert said == len(whole_entries(journal)) > 0  # what it says is kept is what is kept
+
+
+def test_the_pool_draws_work_lazily_and_starts_nothing_after_an_interruption():
+    drawn, started, peak, running, lock = [], [], [0], [0], threading.Lock()
+
+    def task(i):
+        def work():
+            with lock:
+                started.append(i)
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.001)
+            with lock:
+                running[0] -= 1
+            if i == 50:
+                raise KeyboardInterrupt
+        return work
+
+    def tasks():
+        for i in range(10_000):
+            drawn.append(i)
+            yield task(i)
+
+    pool = Pool(4)
+    pool.feed(tasks())
+    with pytest.raises(KeyboardInterrupt):
+        pool.run()
+    assert peak[0] <= 4 and len(drawn) < 100  # never all 10,000 queued at once
+    pool.submit(lambda: started.append("late"))  # a follow-up after the interruption is dropped
+    assert "late" not in started and len(started) <= len(drawn)
+
+
+def test_a_signal_just_after_the_rename_leaves_the_file_written(tmp_path, monkeypatch):
+    import cassette
+
+    real = os.replace
+
+    def replaced_then_interrupted(src, dst):
+        real(src, dst)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cassette.os, "replace", replaced_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "report.md", "whole\n")
+    assert (tmp_path / "report.md").read_text() == "whole\n" and [p.name for p in tmp_path.iterdir()] == ["report.md"]
+
+
+def test_ctrl_c_during_start_up_imports_prints_one_line(project):
+    probe = ("import builtins, runpy\n"
+             "real = builtins.__import__\n"
+             "def interrupted(name, *args, **kwargs):\n"
+             "    if name == 'harness.dataset':\n"
+             "        raise KeyboardInterrupt\n"
+             "    return real(name, *args, **kwargs)\n"
+             "builtins.__import__ = interrupted\n"
+             "runpy.run_path('evaluate.py', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=60)
+    assert done.returncode in (130, -signal.SIGINT)
+    assert done.stderr == "evaluate.py: interrupted\n"
+
+
+def test_sigterm_during_a_replay_does_not_say_to_run_live(here, monkeypatch, capsys):
+    from harness import report
+
+    real = report.markdown
+
+    def terminated(*args):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives while the replay writes its reports
+        return real(*args)
+    monkeypatch.setattr(report, "markdown", terminated)
+    assert evaluate.main([]) == evaluate.EXIT_TERMINATED
+    assert capsys.readouterr().err == "evaluate.py: terminated\n"
+
+
+# ---- 8: recorded values ---------------------------------------------------------------------------------------
+
+EDITS = [
+    ("agent/backup", lambda item: item.update(value=None), "value: expected an object (a trace), got null"),
+    ("agent/backup", lambda item: item["value"].update(answer=123), "value.answer: expected a string, got 123"),
+    ("judge/backup/faithfulness", lambda item: item["value"].update(score="high"),
+     "value.score: expected a number, got 'high'"),
+    ("agent/backup", lambda item: item["value"].update(tool_outputs=None),
+     "value.tool_outputs: expected a list, got null"),
+    ("tools/backup", lambda item: item.pop("value"), "value: missing"),
+    ("ladder/backup/vector", lambda item: item.update(value=[1]), "value[0]: expected a page id, got int"),
+]
+
+
+@pytest.mark.parametrize("entry, edit, message", EDITS)
+def test_a_hand_edited_recorded_value_is_refused_naming_file_entry_and_field(here, capsys, entry, edit, message):
+    path = recording_of(here)
+    data = json.loads(path.read_text())
+    edit(data["entries"][entry])
+    path.write_text(json.dumps(data))
+    assert evaluate.main([]) == 2
+    assert one_line(capsys.readouterr().err) == \
+        f"evaluate.py: recordings/{OFFLINE_RUN}.json: entries[{entry}].{message}"
+
+
+def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, monkeypatch, capsys):
+    Agent(monkeypatch, stop_after=2)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    capsys.readouterr()
+    journal = journal_of(live_project)
+    lines = journal.read_text().splitlines()
+    item = json.loads(lines[1])
+    item["value"] = None
+    journal.write_text("\n".join([lines[0], json.dumps(item), *lines[2:]]) + "\n")
+    assert evaluate.main(["--live", "--quiet"]) == 2
+    line = one_line(capsys.readouterr().err)
+    assert line.startswith(f"evaluate.py: recordings/.{OFFLINE_RUN}.partial.jsonl: line 2 ({item['entry']}): value")
+
+
+def test_a_hand_edited_calibration_score_is_refused(here, capsys):
+    import calibrate
+
+    path = here / "recordings" / "calibration+lexical.json"
+    data = json.loads(path.read_text())
+    name = next(iter(data["entries"]))
+    data["entries"][name]["value"]["score"] = "high"
+    path.write_text(json.dumps(data))
+    assert calibrate.main([]) == 2
+    assert one_line(capsys.readouterr().err) == \
+        f"calibrate.py: recordings/calibration+lexical.json: entries[{name}].value.score: expected a number, got 'high'"
+
+
+# ---- 10: bounds -------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["--repeats", "101"], ["--concurrency", "65"], ["--repeats", "0"]])
+def test_options_past_their_bounds_are_refused(args, capsys):
+    with pytest.raises(SystemExit) as exited:
+        evaluate.main(args)
+    assert exited.value.code == 2 and "must be from 1 to" in capsys.readouterr().err
+
+
+def test_a_stale_message_stays_one_readable_line_however_many_runs_are_stale(tmp_path):
+    cassette = Cassette.__new__(Cassette)
+    cassette.path = tmp_path / "x.json"
+    stale = {f"case-{c}": {f"question changed in run {r}": None for r in range(2, 2002)} for c in range(40)}
+    text = evaluate.stale_message(cassette, stale, 50)
+    assert len(text) - len(str(cassette.path)) < 650 and "\n" not in text
+    assert "and 1,997 more" in text and "and 35 more cases" in text
