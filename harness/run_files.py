@@ -65,17 +65,21 @@ def write_if_changed(path: Path, text: str) -> None:
 
 def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]:
     """The recordings of the case set `cases` to replay: those of the models named by --model and the DOCS_*
-    variables, or all."""
+    variables, or all. Only files named for this case set are read, so a stray file beside them is not
+    mistaken for one; a file so named that is not a recording is refused, naming it."""
+    from harness.redact import printable
+
     wanted = {"cases": cases, **{field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}}
     wanted["model"] = model or wanted["model"]
     folder = folder / "recordings"
-    paths = sorted(p for p in folder.glob("*.json") if not p.name.startswith(CALIBRATION_PREFIX))
+    prefix = file_part(cases) + "+"
+    paths = sorted(p for p in folder.glob("*.json") if p.name.startswith(prefix))
     chosen = []
     for path in paths:
         names = read_recording(path)["key"]
         if all(value is None or names.get(field) == value for field, value in wanted.items()):
             chosen.append(path)
     if not chosen:
-        asked = ", ".join(f"{f} {v}" for f, v in wanted.items() if v)
+        asked = ", ".join(f"{f} {printable(v)}" for f, v in wanted.items() if v)
         raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
     return chosen

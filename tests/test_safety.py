@@ -322,3 +322,52 @@ def test_a_stale_message_stays_one_readable_line_however_many_runs_are_stale(tmp
     text = evaluate.stale_message(cassette, stale, 50)
     assert len(text) - len(str(cassette.path)) < 650 and "\n" not in text
     assert "and 1,997 more" in text and "and 35 more cases" in text
+
+
+# ---- 9: stray files, names and outputs ------------------------------------------------------------------------
+
+def test_a_stray_file_in_recordings_does_not_block_a_replay(here, capsys):
+    (here / "recordings" / "notes.json").write_text("{}")
+    assert evaluate.main(["--model", "rules"]) == 0
+    assert evaluate.main([]) == 0
+    (here / "recordings" / f"{OFFLINE_RUN.split('+')[0]}+stray.json").write_text("{}")  # named as one of ours
+    capsys.readouterr()
+    assert evaluate.main([]) == 2
+    assert one_line(capsys.readouterr().err).endswith("stray.json: not a recording (expected 'key' and 'entries')")
+
+
+def test_a_model_name_with_a_newline_or_a_nul_stays_one_line(here, capsys):
+    assert evaluate.main(["--model", "a\nb"]) == 2
+    assert "model 'a\\nb'" in one_line(capsys.readouterr().err)
+    path = recording_of(here)
+    data = json.loads(path.read_text())
+    data["key"]["model"] = "rules\x00"
+    (here / "recordings" / f"{OFFLINE_RUN.split('+')[0]}+nul.json").write_text(json.dumps(data))
+    assert evaluate.main(["--model", "rules\x00"]) in (0, 2)  # either replayed or refused: never a traceback
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_stdout_that_cannot_be_written_exits_2_in_one_line(project):
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    env = {k: v for k, v in os.environ.items() if k not in OFFLINE}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, stdout=full, stderr=subprocess.PIPE,
+                              text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stderr == "evaluate.py: stdout: cannot write: No space left on device\n"
+
+
+def test_a_full_disk_while_journaling_names_the_journal(live_project, monkeypatch, capsys):
+    import builtins
+    import errno
+
+    real_open = builtins.open
+
+    def full(file, mode="r", *args, **kwargs):
+        if str(file).endswith(".partial.jsonl") and mode == "a":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(file, mode, *args, **kwargs)
+    monkeypatch.setattr(builtins, "open", full)
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 2
+    assert one_line(capsys.readouterr().err.splitlines()[-1]) == \
+        f"evaluate.py: recordings/.{OFFLINE_RUN}.partial.jsonl: cannot write: No space left on device"

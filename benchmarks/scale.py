@@ -1,0 +1,58 @@
+"""A big case set on one machine: `--live` from nothing, `--live` with nothing to do, and a replay, each with
+its wall time and peak memory (the maximum resident set of that one process), on the bundled project grown
+to N cases with the offline backends at the default concurrency.
+
+    python benchmarks/scale.py [N ...] [--harness DIR]
+
+--harness runs another checkout's evaluate.py on the same grown project (to measure before and after a
+change: `git worktree add /tmp/before REV`, then `--harness /tmp/before`).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic import grown_project  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+# One fresh process per measurement, so ru_maxrss of its children is that run's alone.
+MEASURE = ("import resource, subprocess, sys, time\n"
+           "start = time.perf_counter()\n"
+           "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+           "took = time.perf_counter() - start\n"
+           "print(code, round(took, 2), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)")
+
+
+def measured(harness: Path, project: Path, *args: str) -> tuple[int, float, int]:
+    """(exit code, wall seconds, peak MB) of `evaluate.py --project PROJECT ARGS`."""
+    env = {**os.environ, "DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
+    env.pop("DOCS_OFFLINE_LATENCY_MS", None)
+    command = [sys.executable, "-c", MEASURE, sys.executable, str(harness / "evaluate.py"), "--project", str(project),
+               *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=harness, check=True)
+    code, took, mb = done.stdout.split()
+    return int(code), float(took), int(mb)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[10_000])
+    parser.add_argument("--harness", type=Path, default=ROOT, help="the checkout whose evaluate.py runs")
+    args = parser.parse_args()
+    print(f"harness {args.harness}, Python {sys.version.split()[0]}, {os.cpu_count()} cores\n")
+    print(f"{'cases':>7}  {'run':<24}{'exit':>5}{'wall s':>9}{'peak MB':>9}")
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory() as folder:
+            project = grown_project(Path(folder), n)
+            for label, extra in (("--live from nothing", ["--live", "--quiet"]),
+                                 ("--live, nothing to do", ["--live", "--quiet"]), ("replay", [])):
+                code, took, mb = measured(args.harness, project, *extra)
+                print(f"{n:>7}  {label:<24}{code:>5}{took:>9.2f}{mb:>9}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
