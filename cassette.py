@@ -132,8 +132,13 @@ def dump_entry(value: Any) -> Any:
 
 class Cassette:
     def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False,
-                 check: Optional[Callable[[str, Any], Optional[str]]] = None):
-        self.path, self.live, self.rerecord, self.check = Path(path), live, rerecord, check
+                 check: Optional[Callable[[str, Any], Optional[str]]] = None,
+                 predict: Optional[Callable[[str], Any]] = None, also: Optional[tuple[Path, dict]] = None):
+        """`predict` makes a dry live run (a plan): nothing is computed, locked or written; a missing entry is
+        noted in `planned` with why, and `predict(entry)` stands in for its value. `also` is (path, header)
+        of another recording whose entries this one may reuse, read only (a shard reads the project's)."""
+        self.path, self.live, self.rerecord, self.check, self.predict = Path(path), live, rerecord, check, predict
+        self.planned: list[tuple[str, list[str]]] = []
         self.key = {"format": FORMAT, **header}
         self.journal = self.path.with_name(f".{self.path.stem}.partial.jsonl")
         self.recorded: dict[str, dict] = {}  # the file's entries, then the journal's, by name
@@ -151,12 +156,25 @@ class Cassette:
                                      + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
             self.recorded = data["entries"]
         else:
-            self._hold()
+            if predict is None:
+                self._hold()
             try:
                 self._resume()
+                if also is not None and not self.rerecord:
+                    self._reuse(*also)
             except BaseException:
                 self.close()
                 raise
+
+    def _reuse(self, path: Path, header: dict) -> None:
+        """Entries of another recording of the same case set and models, where this one lacks them."""
+        if not Path(path).exists():
+            return
+        data = read_recording(path, self.check)
+        if key_changes(data["key"], {"format": FORMAT, **header}):
+            return
+        for name, item in data["entries"].items():
+            self.recorded.setdefault(name, item)
 
     def _hold(self) -> None:
         """One live run per recording: an exclusive lock on `.NAME.lock` beside it, held until close()."""
@@ -197,7 +215,8 @@ class Cassette:
             dropped = f"; the {len(journal['entries'])} entries an interrupted run kept are dropped" if journal else ""
             self.notes.append(f"--rerecord: calling the models for every entry again{dropped}")
             if journal is not None:
-                self.journal.unlink()  # --rerecord starts over, even after an interrupted run
+                if self.predict is None:
+                    self.journal.unlink()  # --rerecord starts over, even after an interrupted run
                 journal = None
         elif journal is not None and journal["rerecord"]:
             self.rerecord = True  # a --rerecord that was interrupted must not be topped up from the old file
@@ -250,7 +269,8 @@ class Cassette:
             return None
         text = self.journal.read_text(encoding="utf-8", errors="replace")
         if not text.strip():
-            self.journal.unlink()  # nothing in it was paid for
+            if self.predict is None:
+                self.journal.unlink()  # nothing in it was paid for
             return None
         lines = text.split("\n")
         ended = text.endswith("\n")
@@ -260,6 +280,8 @@ class Cassette:
         except (json.JSONDecodeError, RecursionError):
             meta = None
         if not isinstance(meta, dict) or meta.get("key") != self.key:
+            if self.predict is not None:
+                return None  # a plan only reads: the run it plans will keep this journal aside
             why = "other-header" if isinstance(meta, dict) else "unreadable-header"
             said = ("it was recorded with other models or cases" if isinstance(meta, dict) else
                     "its first line is not a readable header")
@@ -281,7 +303,7 @@ class Cassette:
                 raise RecordingError(f"{shown(self.journal)}: line {number} ({shown_name(item['entry'])}): {wrong}; "
                                      "move the journal aside to record its entries again")
             entries[item["entry"]] = {"deps": item["deps"], "value": item["value"]}
-        if damaged:
+        if damaged and self.predict is None:
             aside = self._aside("damaged", damaged)
             whole = [lines[0]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
             write_atomic(self.journal, "".join(line + "\n" for line in whole))
@@ -317,6 +339,12 @@ class Cassette:
             return value
         if not self.live:
             raise Stale(entry, why)
+        if self.predict is not None:  # a plan: say what would be called, and go on with a stand-in value
+            value = dump_entry(self.predict(entry))
+            with self.lock:
+                self.planned.append((entry, why))
+                self.used[entry] = {"deps": {}, "value": value}
+            return value
         value = dump_entry(compute())
         item = {"deps": dump_entry(deps_of(value)), "value": value}
         self._journal(entry, item)
@@ -350,9 +378,15 @@ class Cassette:
         with self.lock:
             return self.path.exists() and self.used == self.on_disk
 
-    def save(self) -> bool:
-        """Write the recording atomically unless it would not change, then drop the journal.
+    def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
+        """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`
+        names entries of the file this run did not use that stay (a run of some cases keeps the others').
         Returns whether the file was written."""
+        if keep is not None:
+            with self.lock:
+                for name, item in self.on_disk.items():
+                    if name not in self.used and keep(name):
+                        self.used[name] = item
         written = not self.unchanged()
         if written:
             write_atomic(self.path, self.dumps())

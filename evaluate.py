@@ -14,6 +14,7 @@ if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, not
     quiet_interrupts("evaluate.py")
 
 import argparse
+import copy
 import textwrap
 from pathlib import Path
 from typing import Callable, Optional
@@ -29,6 +30,7 @@ from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, ch
     judge_name
 from harness.report import cases as cases_text, markdown
 from harness.run_files import header, replay_targets, report_files, run_name, write_if_changed
+from harness.selection import SelectionError, case_of, parse_shard, select
 from harness.stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
                             spent, summarize, tool_verdict)
 from harness.trace import Unreadable
@@ -194,27 +196,68 @@ def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Op
     return reports
 
 
+def shown_cases(loaded: Loaded, reports: list[dict], model: Optional[str]) -> str:
+    """--show: each report's case with its recorded trace, read by role (harness/show.py)."""
+    from harness import show
+
+    texts = []
+    for report, path in zip(reports, replay_targets(loaded.project.folder, loaded.cases["name"], model)):
+        entries, key = read_recording(path)["entries"], report["key"]
+        inputs = Inputs(loaded, key["model"], key["embedder"], key["judge"])
+        for row in report["rows"]:
+            trace = entries.get(agent_entry(row), {}).get("value")
+            try:
+                view = {**inputs.view(trace), "retrievers": loaded.project.retrievers()} if trace else None
+            except Unreadable:
+                view = None
+            texts.append(show.text(row, trace, view, key["model"]))
+    return "\n\n".join(texts)
+
+
+def subset(loaded: Loaded, cases: Optional[dict]) -> Loaded:
+    """The loaded project with only the chosen cases (--case, --shard)."""
+    if cases is None:
+        return loaded
+    chosen = copy.copy(loaded)
+    chosen.cases = cases
+    return chosen
+
+
 class Interrupted(Exception):
     """Ctrl-C or SIGTERM during a live run; says what was kept."""
 
 
 def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
-           repeats: Optional[int] = None) -> tuple[dict, Cassette, int]:
+           repeats: Optional[int] = None, cases: Optional[dict] = None, shard: Optional[tuple[int, int]] = None,
+           plan: bool = False) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
-    the number of cases of any split whose calls still failed (a held-out case's error counts too)."""
-    from harness import agent, providers
+    the number of cases of any split whose calls still failed (a held-out case's error counts too). With
+    `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
+    nothing is called or written, and the cassette's `planned` says what would be."""
+    from harness import agent, plan as plans, providers
     from harness.live_calls import Progress, locked_once
 
     embedder, judge = embedder_name(), judge_name()
-    providers.preflight([model, embedder, judge])
-    name = run_name(loaded.cases["name"], model, embedder, judge)
-    cassette = Cassette(loaded.project.folder / "recordings" / f"{name}.json",
-                        header(loaded.cases["name"], model, embedder, judge), live=True, rerecord=rerecord,
-                        check=shapes.problem)
-    progress = Progress(len(loaded.cases["cases"]), name, quiet)
+    if not plan:
+        providers.preflight([model, embedder, judge])
+    name, head = run_name(loaded.cases["name"], model, embedder, judge), header(loaded.cases["name"], model,
+                                                                              embedder, judge)
+    folder = loaded.project.folder / "recordings"
+    path, also, inputs = folder / f"{name}.json", None, Inputs(subset(loaded, cases), model, embedder, judge)
+    if shard:
+        path, also = folder / f"{name}.shard-{shard[0]}-of-{shard[1]}.json", (path, head)
+        head = {**head, "shard": f"{shard[0]}/{shard[1]}", "inputs": shard_inputs(Inputs(loaded, model, embedder, judge))}
+    predict = None
+    if plan:
+        recorded = {}
+        for source in (folder / f"{name}.json", path):
+            if source.exists():
+                recorded.update(read_recording(source, shapes.problem)["entries"])
+        predict = plans.predictor(inputs, recorded)
+    cassette = Cassette(path, head, live=True, rerecord=rerecord, check=shapes.problem, predict=predict, also=also)
+    progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)
-    inputs = Inputs(loaded, model, embedder, judge)
     build = agent.builder(inputs, model, embedder)
     try:
         try:
@@ -227,8 +270,10 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
         finally:
             progress.close()
         errored = every["summary"]["errors"]
-        if not errored:  # an incomplete recording is never written, whichever split the report shows
-            written = cassette.save()
+        if not errored and not plan:  # an incomplete recording is never written, whichever split is shown
+            chosen = {c["id"] for c in inputs.cases["cases"]}
+            keep = (lambda entry: case_of(entry) not in chosen) if cases is not None and not shard else None
+            written = cassette.save(keep)
             dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
             progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
                          f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
@@ -237,12 +282,22 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     return of_split(every, split), cassette, errored
 
 
+def shard_inputs(inputs: Inputs) -> str:
+    """What every shard of one run must share besides the models: the whole case set, the pages, the records
+    and the agent (its code and tools). `merge` refuses shards that differ."""
+    return sha([sha(inputs.cases), inputs.searched["pages"], sha(inputs.records), inputs.common])
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["init"]:
         from harness.init import main as init_main
 
         return init_main(argv[1:])
+    if argv[:1] == ["merge"]:
+        from harness.shards import main as merge_main
+
+        return merge_main(argv[1:])
     parser = argparse.ArgumentParser(description=textwrap.fill(__doc__.splitlines()[0], 79), epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", metavar="DIR", help="the project folder, with its evals.toml (default: this "
@@ -255,12 +310,23 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, metavar="N", help=f"runs per case, each judged, at most {MAX_REPEATS} "
                         "(live: record N; default: as many as the recording holds, else 1); reports passes out of N "
                         "and flaky cases")
+    parser.add_argument("--case", action="append", metavar="ID", help="only this case (repeatable; a glob such as "
+                        "'issue-*'); the report is printed, not written, and the recording keeps the other cases'")
+    parser.add_argument("--show", metavar="ID", help="print one case's whole trace, verdicts and first failure")
+    parser.add_argument("--shard", metavar="I/N", help="with --live: record the I-th of N fixed slices of the cases "
+                        "into its own recording (`evaluate.py merge` combines them)")
+    parser.add_argument("--plan", action="store_true", help="with --live: list what would be called, and its "
+                        "estimated tokens and cost; call and write nothing")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
         parser.error(f"--repeats must be from 1 to {MAX_REPEATS}")
+    if (args.plan or args.shard) and not args.live:
+        parser.error(f"--{'plan' if args.plan else 'shard'} goes with --live")
+    if (args.case or args.shard or args.show) and (args.check_baseline or args.save_baseline):
+        parser.error("a baseline is of every case: --case, --shard and --show do not go with it")
     printable_stdout()
     from harness import baseline
     from harness import providers
@@ -270,23 +336,38 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         loaded = load_inputs(projects.load(Path(args.project) if args.project else HERE))
         folder = loaded.project.folder
+        patterns = [args.show] if args.show else args.case
+        shard = parse_shard(args.shard) if args.shard else None
+        cases = select(loaded.cases, patterns, shard, "--show" if args.show else "--case") if (patterns or shard) \
+            else None
         if args.live:
             model = args.model or chat_model_name()
-            report, _, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
-                                       args.repeats)
+            report, cassette, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
+                                              args.repeats, cases, shard, args.plan)
+            if args.plan:
+                from harness import plan
+
+                recorded = {n: i for n, i in cassette.recorded.items() if i.get("deps")}  # not the stand-ins
+                unforeseen = plan.possible_counterfactuals(cassette.planned, recorded, Inputs(
+                    subset(loaded, cases), model, embedder_name(), judge_name()))
+                return console.write_stdout(plan.text(cassette.planned, recorded, model, embedder_name(),
+                                                      judge_name(), unknown_counterfactuals=unforeseen),
+                                            command="evaluate.py") or 0
             reports = [report]
         else:
-            reports = replay(loaded, args.model, args.split, args.repeats)
+            reports = replay(subset(loaded, cases), args.model, "all" if args.show else args.split, args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
+        if args.show:
+            return console.write_stdout(shown_cases(loaded, reports, args.model), command="evaluate.py") or 0
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
-        for report in reports:
+        for report in reports if cases is None else []:  # a report of some cases is printed, not written
             for path, text in report_files(folder, report).items():
                 write_if_changed(path, text)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
-    except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError) as e:
+    except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:
         print(f"evaluate.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:

@@ -65,15 +65,16 @@ def write_if_changed(path: Path, text: str) -> None:
 
 def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]:
     """The recordings of the case set `cases` to replay: those of the models named by --model and the DOCS_*
-    variables, or all. Only files named for this case set are read, so a stray file beside them is not
-    mistaken for one; a file so named that is not a recording is refused, naming it."""
+    variables, or all. Only files named for this case set are read (not its shards, which `merge` combines),
+    so a stray file beside them is not mistaken for one; a file so named that is not a recording is refused,
+    naming it."""
     from harness.redact import printable
 
     wanted = {"cases": cases, **{field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}}
     wanted["model"] = model or wanted["model"]
     folder = folder / "recordings"
     prefix = file_part(cases) + "+"
-    paths = sorted(p for p in folder.glob("*.json") if p.name.startswith(prefix))
+    paths = sorted(p for p in folder.glob("*.json") if p.name.startswith(prefix) and ".shard-" not in p.name)
     chosen = []
     for path in paths:
         names = read_recording(path)["key"]

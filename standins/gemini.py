@@ -10,18 +10,31 @@ offline backends. Point the real clients at it with GOOGLE_GEMINI_BASE_URL.
   case content.
 - `POST :batchEmbedContents` / `:embedContent`: the `hash` embedder.
 - `GET /v1/models/M`: the model's metadata (google-genai `models.get`), 404 for a model it does not serve.
+- The Batch API (google-genai `batches.create(model=M, src=[inline requests])`, `batches.get/cancel/delete`):
+  `POST /v1/models/M:batchGenerateContent` queues a job and answers its Operation, `name` "batches/ID",
+  `metadata.state` BATCH_STATE_PENDING (google-genai reads it as JOB_STATE_PENDING); `GET /v1/batches/ID`
+  answers BATCH_STATE_RUNNING for the first `batch_polls` gets (and until `batch_seconds` have passed), then
+  the end state: SUCCEEDED with `metadata.output.inlinedResponses.inlinedResponses`, one per request in
+  order, each `{"response": GenerateContentResponse}` (answered as generateContent answers it, usageMetadata
+  and all) or `{"error": {code, message, status}}`, with the request's `metadata`; or FAILED / EXPIRED (a
+  job-level fault). `POST /v1/batches/ID:cancel` ends a running job CANCELLED; `DELETE` forgets it. Jobs
+  live in the StandIn, so any client (a new one, another process) gets a job by name for as long as the stand-in runs.
 
 `usageMetadata` carries the offline backends' own counts, so tokens match an offline run. A key in
 `reject_keys` is refused as Google refuses a bad key (400 INVALID_ARGUMENT, "API key not valid"); no key at
 all is refused with 403. `faults` makes a model misbehave for requests whose last user text contains a
-marker (see Fault). `serve()` starts it; `StandIn.requests` logs every request answered.
+marker (see Fault), in a batch too. `serve()` starts it; `StandIn.requests` logs every request answered, and
+every inline request of a batch once its job has run.
 """
 import importlib
+import itertools
 import json
 import re
 import threading
+import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterable, Iterator, Mapping, Optional
 from urllib.parse import parse_qs, urlsplit
@@ -34,6 +47,7 @@ from standins.ollama import bundled_roles, judge_kind, on_loopback
 from offline.words import words
 
 PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
+BATCH_PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/batches/(?P<batch>[^/:]+)(?::(?P<method>\w+))?$")
 # Without a schema title (a client may drop it), the one property DeepEval's schema has names the request.
 BY_PROPERTY = {"truths": "Truths", "claims": "Claims", "statements": "Statements", "verdicts": "Verdicts"}
 # A reason's schema has only `reason`: the prompt's score line says which metric asks.
@@ -46,7 +60,11 @@ STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 4
 MESSAGES = {429: "Resource has been exhausted (e.g. check quota).",
             500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
             503: "The model is overloaded. Please try again later."}
-KINDS = ("429", "500", "503", "blocked", "safety", "no-candidates", "bad-json")
+JOB_KINDS = ("batch-failed", "batch-expired")  # a whole batch job ends so
+KINDS = ("429", "500", "503", "blocked", "safety", "no-candidates", "bad-json") + JOB_KINDS
+ENDED = ("BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_EXPIRED", "BATCH_STATE_CANCELLED")
+JOB_ERRORS = {"batch-failed": (500, "stand-in: the batch job failed."),
+              "batch-expired": (504, "stand-in: the batch job expired before it ran.")}
 
 
 @dataclass(frozen=True)
@@ -55,7 +73,10 @@ class Fault:
     "503", "blocked" (promptFeedback.blockReason SAFETY, no candidates), "safety" (a candidate with
     finishReason SAFETY and no content), "no-candidates" (neither candidates nor a block reason) or
     "bad-json" (a judge answer cut off mid-JSON). The HTTP faults apply to every endpoint, the others to
-    generateContent. `times`: only the first N matching requests; None: all of them."""
+    generateContent. In a batch job each inline request meets its fault as generateContent would, an HTTP
+    fault becoming that request's inline `error`; "batch-failed" / "batch-expired" (only in a batch) end the
+    whole job that holds a matching request FAILED / EXPIRED, with no responses. `times`: only the first N
+    matching requests (for a job-level fault, jobs); None: all of them."""
     kind: str
     times: Optional[int] = None
     retry_after: float = 1.0
@@ -65,13 +86,34 @@ class Fault:
             raise ValueError(f"unknown fault {self.kind!r}; valid: {', '.join(KINDS)}")
 
 
+@dataclass
+class Job:
+    """A batch job as the stand-in keeps it: its inline requests (each {"request": ..., "metadata": ...}),
+    how many gets it has had, and once ended its state and the inlinedResponses (or the error) it ended with."""
+    name: str
+    model: str
+    display_name: str
+    requests: list
+    created: float
+    state: str = "BATCH_STATE_PENDING"
+    gets: int = 0
+    responses: Optional[list] = None
+    error: Optional[dict] = None
+    ended: Optional[float] = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+
 class StandIn:
-    """A running stand-in: its `url`, and a log of every request it answered (method, path, status, model,
-    kind: get / chat / judge / embed / unknown-model / rejected-key, the fault and marker it met, and for an
-    answer the usageMetadata `tokens` sent, in and out)."""
+    """A running stand-in: its `url`, its batch `jobs` by name, and a log of every request it answered
+    (method, path, status, model, kind: get / chat / judge / embed / unknown-model / rejected-key /
+    batch-create / batch-get / batch-cancel / batch-delete, the fault and marker it met, for an answer the
+    usageMetadata `tokens` sent, in and out, and `batch`: the job's name on a batch request, "" elsewhere).
+    A create's record has `requests`, the number of inline requests; a get's has the `state` it answered.
+    Each inline request is logged too, once its job has run, as generateContent's would be (kind chat /
+    judge, fault, marker, tokens) with method "", path and `batch` the job's name and `index` its place."""
 
     def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str],
-                 roles: Optional[dict] = None):
+                 roles: Optional[dict] = None, batch_polls: int = 0, batch_seconds: float = 0.0):
         self.models = list(models)
         self.faults = {model: dict(by_marker) for model, by_marker in faults.items()}
         self.reject_keys = set(reject_keys)
@@ -80,6 +122,9 @@ class StandIn:
         self.lock = threading.Lock()
         self.chat = RulesChatModel(roles=bundled_roles() if roles is None else roles)
         self.embedder = HashEmbeddings()
+        self.batch_polls, self.batch_seconds = batch_polls, batch_seconds
+        self.jobs: dict[str, Job] = {}
+        self.job_ids = itertools.count(1)
         self.url = ""
 
     def log(self, **record) -> None:
@@ -91,10 +136,11 @@ class StandIn:
         with self.lock:
             return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
 
-    def fault_for(self, model: str, text: str) -> tuple[Optional[Fault], str]:
-        """The fault this request triggers, if any, with its marker; counts it against `times`."""
+    def fault_for(self, model: str, text: str, job: bool = False) -> tuple[Optional[Fault], str]:
+        """The fault this request triggers, if any, with its marker; counts it against `times`. `job`: the
+        job-level faults of a batch (JOB_KINDS), else the others."""
         for marker, fault in self.faults.get(model, {}).items():
-            if marker in text:
+            if marker in text and (fault.kind in JOB_KINDS) == job:
                 with self.lock:
                     fired = self.fired.get((model, marker), 0)
                     if fault.times is not None and fired >= fault.times:
@@ -206,6 +252,37 @@ def judge_text(kind: tuple[str, str], answer: dict) -> str:
     return schema.model_validate(answer).model_dump_json()
 
 
+def stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def operation(job: Job) -> dict:
+    """The job as the Gemini API answers a batch: an Operation whose metadata is the GenerateContentBatch
+    (google-genai reads `metadata.state` and `metadata.output.inlinedResponses.inlinedResponses`)."""
+    responses = job.responses or []
+    failed = sum("error" in r for r in responses)
+    meta = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch",
+            "name": job.name, "model": f"models/{job.model}", "createTime": stamp(job.created),
+            "updateTime": stamp(job.ended or time.time()), "state": job.state,
+            "batchStats": {"requestCount": str(len(job.requests)),
+                           "pendingRequestCount": str(0 if job.state in ENDED else len(job.requests)),
+                           "successfulRequestCount": str(len(responses) - failed),
+                           "failedRequestCount": str(failed)}}
+    if job.display_name:
+        meta["displayName"] = job.display_name
+    out: dict = {"name": job.name, "metadata": meta}
+    if job.state in ENDED:
+        out["done"] = True
+        meta["endTime"] = stamp(job.ended or time.time())
+    if job.responses is not None:
+        meta["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
+        out["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput",
+                           "inlinedResponses": {"inlinedResponses": responses}}
+    if job.error:
+        out["error"] = job.error
+    return out
+
+
 def usage(prompt_tokens: int, answer_tokens: int) -> dict:
     return {"promptTokenCount": prompt_tokens, "candidatesTokenCount": answer_tokens,
             "totalTokenCount": prompt_tokens + answer_tokens}
@@ -221,7 +298,7 @@ class Handler(BaseHTTPRequestHandler):
     def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
         # Logged before the answer leaves, so a client that has its answer finds the request in the log.
         self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=status,
-                                **{"model": "", "kind": "", "fault": "", "marker": "", **record})
+                                **{"model": "", "kind": "", "fault": "", "marker": "", "batch": "", **record})
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=UTF-8")
@@ -248,10 +325,13 @@ class Handler(BaseHTTPRequestHandler):
                  "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]),
                 kind="rejected-key")
             return None
+        batch = BATCH_PATH.match(url.path)
+        if batch:
+            return {"model": "", **batch.groupdict(), "batch": f"batches/{batch['batch']}"}
         if not found:
             self.reply(404, error_body(404, f"stand-in: no such endpoint {url.path}"))
             return None
-        route = found.groupdict()
+        route = {**found.groupdict(), "batch": ""}
         if route["model"] not in standin.models:
             self.reply(404, error_body(404, f"models/{route['model']} is not found for API version "
                                             f"{route['version']}, or is not supported for "
@@ -265,9 +345,20 @@ class Handler(BaseHTTPRequestHandler):
         route = self.route()
         if route is None:
             return
-        if route["method"]:
+        if route["batch"] and not route["method"]:
+            return self.batch_get(route["batch"])
+        if route["method"] or route["batch"]:
             return self.reply(404, error_body(404, f"stand-in: GET :{route['method']} is not served"))
         self.reply(200, metadata(route["model"]), model=route["model"], kind="get")
+
+    def do_DELETE(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        route = self.route()
+        if route is None:
+            return
+        if not route["batch"] or route["method"]:
+            return self.reply(404, error_body(404, f"stand-in: DELETE {urlsplit(self.path).path} is not served"))
+        self.batch_end(route["batch"], "delete")
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
@@ -275,35 +366,126 @@ class Handler(BaseHTTPRequestHandler):
         if route is None:
             return
         model, method = route["model"], route["method"]
+        if route["batch"]:
+            if method != "cancel":
+                return self.reply(404, error_body(404, f"stand-in: POST batches/...:{method} is not served"))
+            return self.batch_end(route["batch"], "cancel")
+        if method == "batchGenerateContent":
+            return self.batch_create(model, body)
         if method in ("batchEmbedContents", "embedContent"):
             requests = body.get("requests") if method == "batchEmbedContents" else [body]
             texts = ["\n".join(texts_of(r.get("content") or {})) for r in requests or []]
             return self.answer(model, "embed", texts[-1] if texts else "", lambda: self.embed(method, texts))
         if method != "generateContent":
             return self.reply(404, error_body(404, f"stand-in: :{method} is not served"), model=model)
+        self.answer(model, *self.generate(model, body))
+
+    def generate(self, model: str, body: dict) -> tuple:
+        """A generateContent request's kind (judge or chat), its last user text, and how to answer it."""
         config = body.get("generationConfig") or {}
         judged = bool(config.get("responseSchema") or config.get("responseJsonSchema")
                       or config.get("responseMimeType") == "application/json")
-        kind = "judge" if judged else "chat"
         text = last_user_text(body.get("contents") or [])
-        self.answer(model, kind, text, lambda fault: self.judge(model, body, fault) if judged
-                    else self.rules(model, body, fault))
+        return ("judge" if judged else "chat", text,
+                lambda fault: self.judge(model, body, fault) if judged else self.rules(model, body, fault))
 
     def answer(self, model: str, kind: str, text: str, respond) -> None:
         """Answer a model request: an HTTP fault, or the backend's answer (with a response-shape fault)."""
+        status, body, headers, record = self.outcome(model, kind, text, respond)
+        self.reply(status, body, headers, **record)
+
+    def outcome(self, model: str, kind: str, text: str, respond) -> tuple[int, dict, Optional[dict], dict]:
+        """What a model request is answered: status, body, headers and the log record's fields."""
         fault, marker = self.server.standin.fault_for(model, text)
         record = {"model": model, "kind": kind, "fault": fault.kind if fault else "", "marker": marker}
         if fault and fault.kind.isdigit():
             status = int(fault.kind)
             headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else None
-            return self.reply(status, error_body(status, MESSAGES[status]), headers, **record)
+            return status, error_body(status, MESSAGES[status]), headers, record
         try:
             body = respond() if kind == "embed" else respond(fault)
         except (lexical_judge.UnknownRequest, ValueError, KeyError) as e:
-            return self.reply(400, error_body(400, f"stand-in: {e}"), **record)
+            return 400, error_body(400, f"stand-in: {e}"), None, record
         if "usageMetadata" in body:
             record["tokens"] = (body["usageMetadata"]["promptTokenCount"], body["usageMetadata"]["candidatesTokenCount"])
-        self.reply(200, body, **record)
+        return 200, body, None, record
+
+    def batch_create(self, model: str, body: dict) -> None:
+        """Queue a batch job of inline requests; nothing is answered until a get finds the job due."""
+        standin: StandIn = self.server.standin
+        batch = body.get("batch") or {}
+        requests = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")
+        record = {"model": model, "kind": "batch-create"}
+        if is_embedder(model):
+            return self.reply(400, error_body(400, f"models/{model} does not support batchGenerateContent"),
+                              **record)
+        if not isinstance(requests, list) or not requests or not all(isinstance(r, dict) for r in requests):
+            return self.reply(400, error_body(400, "stand-in: a batch needs inputConfig.requests.requests, a "
+                                                   "non-empty list of inline requests (no file input)"), **record)
+        with standin.lock:
+            job = Job(f"batches/standin-{next(standin.job_ids)}", model, batch.get("displayName") or "",
+                      requests, time.time())
+            standin.jobs[job.name] = job
+        self.reply(200, operation(job), batch=job.name, requests=len(requests), state=job.state, **record)
+
+    def batch_get(self, name: str) -> None:
+        """The job's state: running until it has had `batch_polls` gets and `batch_seconds` have passed,
+        then run (once) and ended."""
+        standin: StandIn = self.server.standin
+        job = standin.jobs.get(name)
+        if job is None:
+            return self.reply(404, error_body(404, "Requested entity was not found."), kind="batch-get", batch=name)
+        fault = {"fault": "", "marker": ""}
+        with job.lock:
+            job.gets += 1
+            if job.state not in ENDED:
+                due = job.gets > standin.batch_polls and time.time() - job.created >= standin.batch_seconds
+                if due:
+                    fault = self.run_job(job)
+                else:
+                    job.state = "BATCH_STATE_RUNNING"
+            body, state = operation(job), job.state
+        self.reply(200, body, model=job.model, kind="batch-get", batch=name, state=state, **fault)
+
+    def run_job(self, job: Job) -> dict:
+        """End the job: FAILED / EXPIRED for a job-level fault, else SUCCEEDED with each inline request
+        answered (and logged) as generateContent would answer it, in order."""
+        standin: StandIn = self.server.standin
+        bodies = [item.get("request") or {} for item in job.requests]
+        texts = [last_user_text(b.get("contents") or []) for b in bodies]
+        fault, marker = standin.fault_for(job.model, "\n".join(texts), job=True)
+        job.ended = time.time()
+        if fault:
+            job.state = "BATCH_STATE_FAILED" if fault.kind == "batch-failed" else "BATCH_STATE_EXPIRED"
+            code, message = JOB_ERRORS[fault.kind]
+            job.error = error_body(code, message)["error"]
+            return {"fault": fault.kind, "marker": marker}
+        responses = []
+        for index, (item, body) in enumerate(zip(job.requests, bodies)):
+            status, answer, _, record = self.outcome(job.model, *self.generate(job.model, body))
+            standin.log(method="", path=job.name, status=status, batch=job.name, index=index, **record)
+            inline = {"response": answer} if status == 200 else {"error": answer["error"]}
+            if item.get("metadata") is not None:
+                inline["metadata"] = item["metadata"]
+            responses.append(inline)
+        job.responses, job.state = responses, "BATCH_STATE_SUCCEEDED"
+        return {"fault": "", "marker": ""}
+
+    def batch_end(self, name: str, how: str) -> None:
+        """Cancel a job (a running one ends CANCELLED, an ended one stays as it is) or delete it."""
+        standin: StandIn = self.server.standin
+        job = standin.jobs.get(name)
+        if job is None:
+            return self.reply(404, error_body(404, "Requested entity was not found."), kind=f"batch-{how}",
+                              batch=name)
+        with job.lock:
+            if how == "delete":
+                with standin.lock:
+                    standin.jobs.pop(name, None)
+            elif job.state not in ENDED:
+                job.state, job.ended = "BATCH_STATE_CANCELLED", time.time()
+            state = job.state
+        self.reply(200, {}, model=job.model, kind=f"batch-{how}", batch=name, state=state)
 
     def embed(self, method: str, texts: list[str]) -> dict:
         vectors = self.server.standin.embedder.embed_documents(texts)
@@ -350,10 +532,14 @@ class Handler(BaseHTTPRequestHandler):
 @contextmanager
 def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"),
           faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
-          reject_keys: Iterable[str] = (), roles: Optional[dict] = None) -> Iterator[StandIn]:
+          reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0,
+          batch_seconds: float = 0.0) -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models` (a name containing "embed" is an
     embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
     (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses; `roles`
-    are the tool roles its rules model is told (default: the bundled example's)."""
-    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles)) as standin:
+    are the tool roles its rules model is told (default: the bundled example's). A batch job stays PENDING
+    (as created) / RUNNING for its first `batch_polls` gets and at least `batch_seconds` after its creation;
+    the get after that runs it and answers its end state."""
+    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls,
+                                      batch_seconds)) as standin:
         yield standin

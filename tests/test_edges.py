@@ -333,7 +333,7 @@ def test_evaluate_help_names_the_model_variables_and_every_exit_code(monkeypatch
 def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatch, capsys):
     edit(live_project / "cases.json", lambda cases: cases["cases"][0].update(question="Where is my data kept?"))
     with monkeypatch.context() as m:
-        def killed_before_the_journal_was_removed(self) -> bool:
+        def killed_before_the_journal_was_removed(self, keep=None) -> bool:
             cassette.write_atomic(self.path, self.dumps())
             return True
         m.setattr(cassette.Cassette, "save", killed_before_the_journal_was_removed)
@@ -419,12 +419,44 @@ def test_ci_runs_the_ci_script_on_every_push_and_pull_request():
 def test_the_live_evals_are_opt_in_and_never_run_on_push():
     data, triggers = workflow("evals.yml")
     assert "push" not in triggers and "workflow_dispatch" in triggers
+    assert triggers["workflow_dispatch"]["inputs"]["shards"]["default"] == "4"
     runs = " ".join(s.get("run", "") for s in steps(data))
-    assert "evaluate.py --live" in runs and "calibrate.py --live" in runs and "--check-baseline" in runs
-    (job,) = data["jobs"].values()
-    assert "run-evals" in job["if"] and job["env"]["GOOGLE_API_KEY"] == "${{ secrets.GOOGLE_API_KEY }}"
-    uploads = [s for s in steps(data) if s.get("uses", "").startswith("actions/upload-artifact@")]
+    assert "evaluate.py --live --shard" in runs and "calibrate.py --live" in runs and "--check-baseline" in runs
+    jobs = data["jobs"]
+    assert "run-evals" in jobs["calibrate"]["if"]
+    assert jobs["shard"]["needs"] == "calibrate" and jobs["merge"]["needs"] == "shard"  # every job waits for its judge
+    for name in ("calibrate", "shard"):
+        assert jobs[name]["env"]["GOOGLE_API_KEY"] == "${{ secrets.GOOGLE_API_KEY }}"
+    assert "GOOGLE_API_KEY" not in jobs["merge"].get("env", {})  # merging and replaying call no model
+    uploads = [s for s in jobs["merge"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert uploads and "runs/*.html" in uploads[0]["with"]["path"]
+
+
+def test_the_workflows_shard_and_merge_commands_give_one_runs_recording(live_project):
+    """The shard job's and the merge job's own commands, run here with the offline backends on three shards."""
+    data, _ = workflow("evals.yml")
+    shard_run = next(s["run"] for s in data["jobs"]["shard"]["steps"] if "--shard" in s.get("run", ""))
+    merge_runs = [s["run"] for s in data["jobs"]["merge"]["steps"]
+                  if s.get("run") and "evaluate.py" in s["run"] and "check-baseline" not in s["run"]]
+    (live_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()  # every shard records its own cases
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "SHARDS": "3"}
+    for shard in ("1", "2", "3"):
+        done = subprocess.run(["bash", "-c", shard_run], cwd=live_project, env={**env, "SHARD": shard},
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    for command in merge_runs:
+        done = subprocess.run(["bash", "-c", command], cwd=live_project, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+    merged = json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())
+    bundled = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())
+    assert untimed(merged) == untimed(bundled)
+
+
+def untimed(value):
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
+    return [untimed(v) for v in value] if isinstance(value, list) else value
 
 
 WORKFLOWS = sorted((HERE / ".github" / "workflows").glob("*.y*ml"))
@@ -447,13 +479,12 @@ def test_every_checkout_leaves_no_credentials_in_the_workspace(path):
 
 def test_the_judge_is_calibrated_before_the_live_evaluation_spends_anything():
     data, _ = workflow("evals.yml")
-    (job,) = data["jobs"].values()
-    runs = [s.get("run", "") for s in job["steps"]]
-    calibrate_at = next(i for i, r in enumerate(runs) if "calibrate.py --live" in r)
-    evaluate_at = next(i for i, r in enumerate(runs) if "evaluate.py --live" in r)
-    assert calibrate_at < evaluate_at
-    # Nothing between them may run past a failed calibration, nor may the live run itself.
-    assert all("if" not in step for step in job["steps"][calibrate_at:evaluate_at + 1])
+    jobs = data["jobs"]
+    calibrate = [s.get("run", "") for s in jobs["calibrate"]["steps"]]
+    assert any("calibrate.py --live" in r for r in calibrate) and not any("evaluate.py" in r for r in calibrate)
+    # the shard jobs, which pay for the live evaluation, start only once the calibration job has passed
+    assert jobs["shard"]["needs"] == "calibrate" and "if" not in jobs["shard"]
+    assert all("if" not in step for step in jobs["calibrate"]["steps"])
 
 
 def zizmor() -> str | None:

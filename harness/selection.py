@@ -1,0 +1,48 @@
+"""Which cases a run covers: `--case ID` (repeatable, a glob such as `issue-*`) and `--shard I/N` (a fixed
+slice chosen by a stable hash of the case id, so adding cases never moves the others). Pure.
+"""
+import fnmatch
+import hashlib
+import re
+from typing import Optional
+
+SHARD = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
+
+
+class SelectionError(ValueError):
+    """A --case or --shard that selects nothing, or is not of its form."""
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'2/4' -> (2, 4): the second of four shards, numbered from 1."""
+    found = SHARD.match(text or "")
+    if not found or int(found.group(1)) > int(found.group(2)):
+        raise SelectionError(f"--shard {text!r}: expected I/N with 1 <= I <= N, such as 1/4")
+    return int(found.group(1)), int(found.group(2))
+
+
+def shard_of(case_id: str, shards: int) -> int:
+    """The shard (1..shards) a case belongs to: the SHA-256 of its id, modulo the number of shards."""
+    return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:8], "big") % shards + 1
+
+
+def select(cases: dict, patterns: Optional[list[str]] = None, shard: Optional[tuple[int, int]] = None,
+           flag: str = "--case") -> dict:
+    """The case set with only the cases the patterns match (each pattern must match one) and in the shard;
+    `flag` is the option the patterns came from, for the message."""
+    chosen = cases["cases"]
+    for pattern in patterns or []:
+        if not any(fnmatch.fnmatchcase(c["id"], pattern) for c in chosen):
+            listed = ", ".join(c["id"] for c in cases["cases"][:8]) + (", ..." if len(cases["cases"]) > 8 else "")
+            raise SelectionError(f"{flag} {pattern!r}: no case matches (the cases: {listed})")
+    if patterns:
+        chosen = [c for c in chosen if any(fnmatch.fnmatchcase(c["id"], p) for p in patterns)]
+    if shard:
+        chosen = [c for c in chosen if shard_of(c["id"], shard[1]) == shard[0]]
+    return {**cases, "cases": chosen}
+
+
+def case_of(entry: str) -> str:
+    """The case an entry belongs to: 'judge/backup@expected-pages/faithfulness' -> 'backup'."""
+    part = entry.split("/", 2)[1] if entry.count("/") else entry
+    return re.split(r"[@#]", part, maxsplit=1)[0]
