@@ -149,7 +149,8 @@ def stale_message(cassette: Cassette, stale: dict, total: int, shown_cases: int 
 
 def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None, agent: Callable = lambda: None,
              concurrency: int = 1, progress=None, split: str = "dev",
-             counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: Optional[int] = None) -> dict:
+             counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: Optional[int] = None,
+             batch: Optional[Callable[[list], dict]] = None) -> dict:
     """Score every case from the cassette. In live mode, first record what is missing or stale. `judge`
     and `agent` build the models only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
@@ -159,7 +160,7 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
 
         errors = collect(inputs, cassette, judge, agent, concurrency, progress or Quiet(),
                          lambda case, error: case_row(inputs, case, cassette, error)["first_failure"],
-                         counterfactual_agent, repeats)
+                         counterfactual_agent, repeats, batch)
     rows = []
     for case in inputs.cases["cases"]:
         rows.append(case_row(inputs, case, cassette, errors.get(case["id"]), stale))
@@ -229,7 +230,7 @@ class Interrupted(Exception):
 
 def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
            repeats: Optional[int] = None, cases: Optional[dict] = None, shard: Optional[tuple[int, int]] = None,
-           plan: bool = False) -> tuple[dict, Cassette, int]:
+           plan: bool = False, batch: bool = False) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too). With
     `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
@@ -259,12 +260,13 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     for note in cassette.notes:
         progress.log(note)
     build = agent.builder(inputs, model, embedder)
+    rounds = batch_rounds(judge, path, progress.log) if batch and not plan else None
     try:
         try:
             every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
                              agent=locked_once(build), concurrency=concurrency, progress=progress, split="all",
                              repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
-                             if inputs.counterfactual else None)
+                             if inputs.counterfactual else None, batch=rounds)
         except KeyboardInterrupt:
             raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
         finally:
@@ -274,12 +276,31 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             chosen = {c["id"] for c in inputs.cases["cases"]}
             keep = (lambda entry: case_of(entry) not in chosen) if cases is not None and not shard else None
             written = cassette.save(keep)
+            if rounds is not None:
+                rounds.journal.path.unlink(missing_ok=True)  # every answer is in the recording now
             dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
             progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
                          f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
         cassette.close()  # the recording is free for the next live run
     return of_split(every, split), cassette, errored
+
+
+def batch_rounds(judge: str, path: Path, log: Callable[[str], None]):
+    """The batch measurer of a --batch run: jobs -> values, its rounds journaled beside the recording."""
+    import asyncio
+
+    from harness import batch
+
+    journal = batch.Journal(path.with_name(f".{path.stem}.batch.jsonl"))
+    rounds = batch.Rounds(batch.client(judge), judge, journal, log)
+    judge_model = batch.batch_judge(judge, rounds)
+
+    def measure(jobs: list) -> dict:
+        return asyncio.run(batch.measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs],
+                                             rounds))
+    measure.journal = journal
+    return measure
 
 
 def shard_inputs(inputs: Inputs) -> str:
@@ -317,14 +338,17 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "into its own recording (`evaluate.py merge` combines them)")
     parser.add_argument("--plan", action="store_true", help="with --live: list what would be called, and its "
                         "estimated tokens and cost; call and write nothing")
+    parser.add_argument("--batch", action="store_true", help="with --live: the judge's calls through the Gemini "
+                        "Batch API, in rounds, at the batch price (agent runs stay interactive)")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
         parser.error(f"--repeats must be from 1 to {MAX_REPEATS}")
-    if (args.plan or args.shard) and not args.live:
-        parser.error(f"--{'plan' if args.plan else 'shard'} goes with --live")
+    for flag in ("plan", "shard", "batch"):
+        if getattr(args, flag) and not args.live:
+            parser.error(f"--{flag} goes with --live")
     if (args.case or args.shard or args.show) and (args.check_baseline or args.save_baseline):
         parser.error("a baseline is of every case: --case, --shard and --show do not go with it")
     printable_stdout()
@@ -342,8 +366,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             else None
         if args.live:
             model = args.model or chat_model_name()
+            if args.batch and not providers.is_gemini(judge_name()):
+                raise InputError(f"--batch: the judge {providers.printable(judge_name())} has no batch API: only a "
+                                 "Gemini judge (DOCS_JUDGE=gemini-...) can be asked in batches")
             report, cassette, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
-                                              args.repeats, cases, shard, args.plan)
+                                              args.repeats, cases, shard, args.plan, args.batch)
             if args.plan:
                 from harness import plan
 
@@ -351,7 +378,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 unforeseen = plan.possible_counterfactuals(cassette.planned, recorded, Inputs(
                     subset(loaded, cases), model, embedder_name(), judge_name()))
                 return console.write_stdout(plan.text(cassette.planned, recorded, model, embedder_name(),
-                                                      judge_name(), unknown_counterfactuals=unforeseen),
+                                                      judge_name(), args.batch, unknown_counterfactuals=unforeseen),
                                             command="evaluate.py") or 0
             reports = [report]
         else:

@@ -140,7 +140,7 @@ def case_entries(inputs: Inputs, case: dict, trace: dict,
                  variant: str = "") -> dict[str, tuple[Callable, Callable]]:
     """The entries a case needs once its trace exists: name -> (deps_of, compute(judge)). Raises
     trace.Unreadable when a retriever call's pages cannot be read."""
-    from harness.judging import measure, tool_scores
+    from harness.judging import Measure, tool_scores
 
     cid, view = case["id"] + variant, inputs.view(trace)
     context = view["context"]
@@ -154,5 +154,5 @@ def case_entries(inputs: Inputs, case: dict, trace: dict,
     for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context),
-            lambda judge, m=metric: measure(m, judge, case["question"], trace["answer"], case["reference"], context))
+            Measure(metric, case["question"], trace["answer"], case["reference"], context))
     return needed

@@ -39,51 +39,80 @@ BEHAVIOUR_STEPS = {
 }
 
 
-def make_metric(name: str, judge):
-    """A DeepEval metric by name; `faithfulness_strict` counts borderline claims as unsupported."""
+def make_metric(name: str, judge, async_mode: bool = False):
+    """A DeepEval metric by name; `faithfulness_strict` counts borderline claims as unsupported. With
+    `async_mode` it asks the judge through `a_generate` (the batch rounds, harness/batch.py)."""
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     from deepeval.metrics import (AnswerRelevancyMetric, ContextualPrecisionMetric, ContextualRecallMetric,
                                   FaithfulnessMetric)
 
-    options = {"threshold": THRESHOLD, "model": judge, "async_mode": False}
+    options = {"threshold": THRESHOLD, "model": judge, "async_mode": async_mode}
     makers = {"faithfulness": lambda: FaithfulnessMetric(**options),
               "faithfulness_strict": lambda: FaithfulnessMetric(**options, penalize_ambiguous_claims=True),
               "contextual_precision": lambda: ContextualPrecisionMetric(**options),
               "contextual_recall": lambda: ContextualRecallMetric(**options),
               "answer_relevancy": lambda: AnswerRelevancyMetric(**options)}
     if name in BEHAVIOUR_STEPS:
-        return behaviour_metric(name, judge)
+        return behaviour_metric(name, judge, async_mode)
     if name not in makers:
         raise ValueError(f"unknown metric {name!r}; valid: {', '.join(METRIC_NAMES + tuple(BEHAVIOUR_STEPS))}")
     return makers[name]()
 
 
-def behaviour_metric(name: str, judge):
+def behaviour_metric(name: str, judge, async_mode: bool = False):
     """A strict GEval judgement from BEHAVIOUR_STEPS, reading only the fields READS names."""
     from deepeval.metrics import GEval
     from deepeval.test_case import SingleTurnParams as P
 
     params = {"question": P.INPUT, "answer": P.ACTUAL_OUTPUT, "context": P.RETRIEVAL_CONTEXT}
-    return GEval(name=name, evaluation_steps=BEHAVIOUR_STEPS[name], model=judge, async_mode=False,
+    return GEval(name=name, evaluation_steps=BEHAVIOUR_STEPS[name], model=judge, async_mode=async_mode,
                  strict_mode=True, evaluation_params=[params[f] for f in READS[name]])
+
+
+class Measure:
+    """One judged metric of one case, ready to run with a judge: interactively (`measure(judge)`) or on
+    DeepEval's async path (`a_measure(judge)`, the batch rounds)."""
+
+    def __init__(self, metric: str, question: str, answer: str, reference: str, context: Optional[list[str]]):
+        self.metric, self.question, self.answer, self.reference, self.context = metric, question, answer, \
+            reference, context
+
+    def test_case(self):
+        from deepeval.test_case import LLMTestCase
+
+        return LLMTestCase(input=self.question, actual_output=self.answer, expected_output=self.reference,
+                           retrieval_context=self.context or None)
+
+    def __call__(self, judge) -> dict:
+        return measure(self.metric, judge, self.question, self.answer, self.reference, self.context)
+
+    async def a_measure(self, judge) -> dict:
+        import time
+
+        metric = make_metric(self.metric, judge, async_mode=True)
+        start = time.perf_counter()
+        await metric.a_measure(self.test_case(), _show_indicator=False)
+        return result_of(metric, round(time.perf_counter() - start, 3), (metric.input_tokens, metric.output_tokens))
 
 
 def measure(metric_name: str, judge, question: str, answer: str, reference: str,
             context: Optional[list[str]]) -> dict:
     """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known."""
-    from deepeval.test_case import LLMTestCase
-
     from harness.live_calls import timed
 
     metric = make_metric(metric_name, judge)
     usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
     before = usage() if usage else None
-    _, took = timed(lambda: metric.measure(LLMTestCase(
-        input=question, actual_output=answer, expected_output=reference, retrieval_context=context or None),
-        _show_indicator=False))
+    _, took = timed(lambda: metric.measure(Measure(metric_name, question, answer, reference, context).test_case(),
+                                           _show_indicator=False))
     tokens = (metric.input_tokens, metric.output_tokens)
     if tokens == (None, None) and usage:
         tokens = tuple(after - start for after, start in zip(usage(), before))
+    return result_of(metric, took, tokens)
+
+
+def result_of(metric, took: float, tokens: tuple) -> dict:
+    """A measured metric as an entry's value."""
     result = {"score": metric.score, "reason": metric.reason, "judge_s": took,
               "tokens_in": tokens[0], "tokens_out": tokens[1]}
     if metric.evaluation_cost:

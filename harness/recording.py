@@ -3,7 +3,7 @@ case's judge calls starting as soon as its trace exists, and each call's failure
 import threading
 from typing import Callable, Optional
 
-from cassette import Cassette
+from cassette import ABSENT, Cassette
 from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from harness.ladder import Rankers
 from harness.live_calls import CallFailed, Pool, timed, with_retries, write_line
@@ -33,13 +33,16 @@ def run_agent(agent, question: str) -> dict:
 
 def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable, concurrency: int,
             progress, outcome: Callable[[dict, Optional[str]], Optional[str]],
-            counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: int = 1) -> dict[str, str]:
+            counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: int = 1,
+            batch: Optional[Callable[[list], dict]] = None) -> dict[str, str]:
     """Compute every missing entry with at most `concurrency` calls at once. Returns the error of each case
     whose calls still failed after retries. `outcome(case, error)` names a finished case's first failure;
     a case failing at retrieval then runs again with `counterfactual_agent(case)`, whose search returns
     the case's expected pages, so only failing cases pay for that run. With `repeats`, every case runs that
-    many times, each run judged."""
-    pool, lock, errors, left, second = Pool(concurrency), threading.Lock(), {}, {}, set()
+    many times, each run judged. With `batch(jobs)`, the judged metrics wait until the agents are done and
+    are measured together (harness/batch.py: [(name, measure)] -> name -> value or exception), then any
+    counterfactual runs they call for, and so on."""
+    pool, lock, errors, left, second, deferred = Pool(concurrency), threading.Lock(), {}, {}, set(), []
 
     def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
         """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
@@ -67,7 +70,25 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
         progress.advance(first)
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
+        if batch is not None and name.startswith("judge/") and not cassette.has(name):
+            if cassette.lookup(name, deps_of)[0] is ABSENT:
+                with lock:
+                    deferred.append((case, name, deps_of, compute))
+                return  # measured with the others, in rounds
         finish(case, record(name, deps_of, lambda: compute(judge()))[1])
+
+    def judge_deferred() -> None:
+        jobs, found = list(deferred), {}
+        deferred.clear()
+        if jobs:
+            found = batch([(name, compute) for _, name, _, compute in jobs])
+        for case, name, deps_of, _ in jobs:
+            value = found.get(name)
+            if isinstance(value, BaseException):
+                progress.log(f"error: {name}: {value}")
+                finish(case, f"{name}: {value}")
+            else:
+                finish(case, record(name, deps_of, lambda v=value: v)[1])
 
     def agent_step(case: dict, variant: str = "") -> None:
         if variant == EXPECTED_PAGES:
@@ -103,4 +124,11 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
 
     pool.feed(tasks())
     pool.run()
+    while batch is not None and (deferred or pool.added):
+        judge_deferred()  # may call for counterfactual runs: the next phase runs them, then their metrics
+        if pool.added:
+            waiting, pool = list(pool.added), Pool(concurrency)
+            for task in waiting:
+                pool.submit(task)
+            pool.run()
     return errors

@@ -1,0 +1,153 @@
+"""`--live --batch`: the judge through the Gemini Batch API at the stand-in (standins/gemini.py), with the real
+google-genai client: the same verdicts as an interactive run, the batch price, one batch per round, a killed
+run that resumes polling without paying twice, failures that cost only their own entries."""
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+import evaluate
+from conftest import copy_project, quick_standin
+from harness import batch, live_calls, providers, run_files
+from standins import gemini as gemini_standin
+from standins.gemini import Fault, serve
+
+MODELS = {"DOCS_MODEL": "gemini-3.8-flash", "DOCS_EMBEDDER": "gemini-embedding-2", "DOCS_JUDGE": "gemini-3.8-flash"}
+CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, a lookup, small talk, an abstention
+
+
+@pytest.fixture(scope="module")
+def standin(shared_ssl_contexts):
+    with pytest.MonkeyPatch.context() as mp:
+        quick_standin(mp, gemini_standin)
+        faults = {"gemini-3.8-flash": {"job-expires": Fault("batch-expired", times=1),
+                                       "request-fails": Fault("500", times=99)}}
+        with serve(models=list(dict.fromkeys(MODELS.values())), faults=faults, batch_polls=1) as server:
+            yield server
+
+
+def project_with(tmp_path: Path, cases=CASES) -> Path:
+    project = copy_project(tmp_path)
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] in cases]
+    (project / "cases.json").write_text(json.dumps(data))
+    return project
+
+
+def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
+    """evaluate.main in `project` against the stand-in, with the default Gemini models; the requests it made."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evaluate, "HERE", project)
+        mp.setattr(live_calls, "sleep", lambda s: None)
+        mp.chdir(project)
+        for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES):
+            mp.delenv(variable, raising=False)
+        for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
+                                "DOCS_BATCH_POLL_S": "0"}.items():
+            mp.setenv(variable, value)
+        start, err = len(standin.requests), io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            code = evaluate.main(list(args))
+    return code, err.getvalue(), standin.requests[start:]
+
+
+def report(project: Path) -> dict:
+    name = run_files.run_name("docs-assistant", *MODELS.values())
+    return json.loads((project / "runs" / f"{name}.all.json").read_text())
+
+
+def verdicts(found: dict) -> dict:
+    return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in found["rows"]}
+
+
+@pytest.fixture(scope="module")
+def interactive(tmp_path_factory, standin) -> dict:
+    project = project_with(tmp_path_factory.mktemp("interactive"))
+    code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
+    assert code == 0, err
+    return report(project)
+
+
+def test_batch_verdicts_equal_the_interactive_runs_at_the_batch_price_one_batch_a_round(tmp_path, standin,
+                                                                                      interactive):
+    project = project_with(tmp_path)
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    found = report(project)
+    assert verdicts(found) == verdicts(interactive)
+    creates = [r for r in requests if r["kind"] == "batch-create"]
+    rounds = [line for line in err.splitlines() if line.startswith("batch batches/")]
+    assert len(creates) == len(rounds) >= 3  # truths and claims, then verdicts, then reasons
+    assert not [r for r in requests if r["kind"] == "judge" and not r.get("batch")]  # no judge call outside
+    for row in found["rows"]:
+        twin = next(r for r in interactive["rows"] if r["id"] == row["id"])
+        for stage, verdict in row["judged"].items():
+            assert verdict["cost"] == pytest.approx(twin["judged"][stage]["cost"] * batch.BATCH_DISCOUNT)
+    assert not (project / "recordings" / f".{run_files.run_name('docs-assistant', *MODELS.values())}.batch.jsonl"
+                ).exists()  # every answer is in the recording
+
+
+def test_a_judge_without_a_batch_api_is_refused_before_any_call(tmp_path, standin, capsys):
+    project = project_with(tmp_path)
+    for judge in ("lexical", "some-ollama-model"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(evaluate, "HERE", project)
+            mp.setenv("DOCS_JUDGE", judge)
+            mp.setenv("DOCS_MODEL", "rules")
+            mp.setenv("DOCS_EMBEDDER", "hash")
+            assert evaluate.main(["--live", "--batch"]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"evaluate.py: --batch: the judge {judge} has no batch API: only a Gemini judge "
+                       "(DOCS_JUDGE=gemini-...) can be asked in batches\n")
+
+
+def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
+    project = project_with(tmp_path, ("backup", "restore"))
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"][0]["reference"] += " job-expires"  # its contextual recall's first request expires the job
+    (project / "cases.json").write_text(json.dumps(data))
+    code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == evaluate.EXIT_INCOMPLETE
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors and all("ended expired" in line for line in errors)
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    assert not [r for r in requests if r["kind"] == "chat"]  # the agents' traces were kept: not paid again
+
+
+def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(tmp_path, standin):
+    import time
+
+    fresh = project_with(tmp_path / "fresh", ("backup",))
+    code, err, requests = run(fresh, standin, "--live", "--batch", "--quiet")
+    assert code == 0, err
+    rounds = len([r for r in requests if r["kind"] == "batch-create"])
+    project = project_with(tmp_path / "killed", ("backup",))
+    env = {**os.environ, **MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
+           "DOCS_BATCH_POLL_S": "5"}
+    start = len(standin.requests)
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--batch", "--quiet"], cwd=project, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal, deadline = None, time.monotonic() + 60
+    while journal is None and time.monotonic() < deadline and child.poll() is None:
+        found = list((project / "recordings").glob(".*.batch.jsonl"))
+        if found and '"job"' in found[0].read_text():
+            journal = found[0]
+        time.sleep(0.05)
+    assert journal is not None, child.stderr.read() if child.poll() is not None else "no batch submitted"
+    child.kill()  # while it waits to poll the job it submitted
+    child.wait(timeout=30)
+    submitted = [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
+    killed_creates = len([r for r in standin.requests[start:] if r["kind"] == "batch-create"])
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet")
+    assert code == 0, err
+    assert f"batch {submitted[-1]}: polling the job an interrupted run submitted" in err
+    assert [r for r in requests if r["kind"] == "batch-get" and r.get("batch") == submitted[-1]]
+    resumed_creates = len([r for r in requests if r["kind"] == "batch-create"])
+    assert killed_creates + resumed_creates == rounds  # no round paid twice
+    assert not [r for r in requests if r["kind"] == "chat"]  # nor the agent run the killed run journaled
