@@ -97,7 +97,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         return {**row, **unscored}
     try:
         view = inputs.view(trace)
-        needed = case_entries(inputs, case, trace, variant)
+        needed = case_entries(inputs, case, trace, variant, view)
     except Unreadable as e:  # what the retriever returned cannot be read as pages: say what, never "nothing"
         return {**row, **unscored, "answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"),

@@ -86,11 +86,19 @@ class Inputs:
         deps = {"tool calls": sha(trace["tool_calls"]), "expected tools": sha(case["expected_tools"])}
         return lambda value: deps
 
-    def judge_deps(self, metric: str, case: dict, trace: dict, context: list[str]) -> Callable[[dict], dict]:
-        fields = {"question": case["question"], "answer": trace["answer"], "context": context,
-                  "reference": case["reference"]}
-        deps = verdict_deps(metric, self.judged, fields)
+    def judge_deps(self, metric: str, case: dict, trace: dict, context: list[str],
+                   hashes: Optional[dict] = None) -> Callable[[dict], dict]:
+        """What one verdict depends on; `hashes` are the case's field hashes (field_hashes), computed once for
+        all its metrics."""
+        hashes = hashes or field_hashes(case, trace, context)
+        deps = {"metric": metric, **self.judged, **{f: hashes[f] for f in READS[metric]}}
         return lambda value: deps
+
+
+def field_hashes(case: dict, trace: dict, context: list[str]) -> dict[str, str]:
+    """The hash of each field a judge metric may read (judging.READS)."""
+    return {"question": sha(case["question"]), "answer": sha(trace["answer"]), "context": sha(context),
+            "reference": sha(case["reference"])}
 
 
 def judge_identity(judge: str) -> dict:
@@ -136,14 +144,16 @@ def agent_entry(case: dict, variant: str = "") -> str:
     return f"agent/{case['id']}{variant}"
 
 
-def case_entries(inputs: Inputs, case: dict, trace: dict,
-                 variant: str = "") -> dict[str, tuple[Callable, Callable]]:
-    """The entries a case needs once its trace exists: name -> (deps_of, compute(judge)). Raises
-    trace.Unreadable when a retriever call's pages cannot be read."""
+def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
+                 view: Optional[dict] = None) -> dict[str, tuple[Callable, Callable]]:
+    """The entries a case needs once its trace exists: name -> (deps_of, compute(judge)); `view` is the trace
+    read by role, when the caller has it. Raises trace.Unreadable when a retriever call's pages cannot be
+    read."""
     from harness.judging import Measure, tool_scores
 
-    cid, view = case["id"] + variant, inputs.view(trace)
+    cid, view = case["id"] + variant, view or inputs.view(trace)
     context = view["context"]
+    hashes = field_hashes(case, trace, context)
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(
         case["question"], trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []
@@ -153,6 +163,6 @@ def case_entries(inputs: Inputs, case: dict, trace: dict,
         behaviour.append("ignored_planted")
     for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
-            inputs.judge_deps(metric, case, trace, context),
+            inputs.judge_deps(metric, case, trace, context, hashes),
             Measure(metric, case["question"], trace["answer"], case["reference"], context))
     return needed

@@ -16,7 +16,8 @@ The vector and keyword rankings are cassette entries, `ladder/<case>/vector` and
 computed only in live mode (`Rankers`): the vector rung pays for embeddings, and bm25s imports numpy and
 scipy, which a replay must not load. RRF and the scores are pure and run at report time.
 """
-from fractions import Fraction
+import functools
+import math
 from functools import cache
 from typing import Callable, Optional
 
@@ -36,13 +37,21 @@ BM25 = {"method": "lucene", "k1": 1.5, "b": 0.75}
 
 def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
     """Reciprocal rank fusion: a page scores the sum of 1 / (k + rank) over the rankings holding it, ranks
-    from 1. Exact fractions, so a tie is a tie; ties keep the order pages first appear in, the first
-    ranking first."""
-    fused: dict[str, Fraction] = {}
+    from 1. Compared exactly (integer numerators over a common denominator), so a tie is a tie; ties keep
+    the order pages first appear in, the first ranking first."""
+    ranks: dict[str, list[int]] = {}
     for ranking in rankings:
         for rank, page in enumerate(dict.fromkeys(ranking), start=1):
-            fused[page] = fused.get(page, Fraction(0)) + Fraction(1, k + rank)
-    return sorted(fused, key=lambda page: -fused[page])
+            ranks.setdefault(page, []).append(k + rank)
+    exact = {}
+    for page, denominators in ranks.items():
+        common = math.prod(denominators)
+        exact[page] = (sum(common // d for d in denominators), common)
+
+    def better(a: str, b: str) -> int:
+        (na, da), (nb, db) = exact[a], exact[b]
+        return nb * da - na * db  # negative when a scores more
+    return sorted(ranks, key=functools.cmp_to_key(better))
 
 
 def rung_scores(ranking: list[str], expected: list[str], k: int) -> dict:

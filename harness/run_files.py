@@ -49,18 +49,40 @@ def report_files(folder: Path, report: dict) -> dict[Path, str]:
             runs / f"{name}.html": html(report)}
 
 
-def json_text(value) -> str:
-    return json.dumps(value, indent=2) + "\n"
+def json_text(report: dict) -> str:
+    """A report as JSON: each top-level field on a line of its own, and each row on one line, so a diff of
+    two reports shows the cases that changed, and a report of 10,000 cases is written by the C encoder."""
+    lines = []
+    for field, value in report.items():
+        if field == "rows" and isinstance(value, list):
+            rows = ",\n".join(f"    {json.dumps(row)}" for row in value)
+            lines.append(f'  "rows": [\n{rows}\n  ]' if value else '  "rows": []')
+        else:
+            lines.append(f"  {json.dumps(field)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def write_if_changed(path: Path, text: str) -> None:
-    """Write atomically, and not at all when the file already holds exactly this text."""
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
+    """Write atomically, and not at all when the file already holds exactly this text (compared a chunk at a
+    time, so a large report is never held twice)."""
+    data = text.encode("utf-8")
+    if same_bytes(path, data):
+        return
     write_atomic(path, text)
+
+
+def same_bytes(path: Path, data: bytes, chunk: int = 1 << 20) -> bool:
+    try:
+        if path.stat().st_size != len(data):
+            return False
+        view = memoryview(data)
+        with open(path, "rb") as f:
+            for start in range(0, len(data), chunk):
+                if f.read(chunk) != view[start:start + chunk]:
+                    return False
+        return True
+    except OSError:
+        return False
 
 
 def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]:
