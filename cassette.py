@@ -48,6 +48,35 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def sharing(seen: dict) -> Callable[[dict], dict]:
+    """A json object_hook keeping one copy of each string (a value, or an item of a list of strings)."""
+    def hook(obj: dict) -> dict:
+        for key, value in obj.items():
+            if type(value) is str:
+                obj[key] = seen.setdefault(value, value)
+            elif type(value) is list and value and type(value[0]) is str:
+                obj[key] = [seen.setdefault(v, v) if type(v) is str else v for v in value]
+        return obj
+    return hook
+
+
+def shared(entries: dict) -> None:
+    """One copy of each string the entries repeat: the values of their dependencies (hashes, names) and the
+    page ids of rankings. A large recording then takes a third less memory."""
+    seen: dict[str, str] = {}
+    for item in entries.values():
+        if not isinstance(item, dict):
+            continue
+        deps = item.get("deps")
+        if isinstance(deps, dict):
+            for field, value in deps.items():
+                if type(value) is str:
+                    deps[field] = seen.setdefault(value, value)
+        value = item.get("value")
+        if type(value) is list and value and type(value[0]) is str:
+            item["value"] = [seen.setdefault(v, v) if type(v) is str else v for v in value]
+
+
 def read_json(path: Path, error: type[Exception] = RecordingError, label: Optional[str] = None) -> Any:
     """Parse a JSON file (UTF-8, a byte-order mark allowed); a missing, unreadable, malformed or absurdly
     nested one raises `error` with one line that names the file (as `label`, or as typed) and the spot."""
@@ -91,11 +120,102 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def read_recording(path: Path, check: Optional[Callable[[str, Any], Optional[str]]] = None) -> dict:
+def write_atomic_if_changed(path: Path, chunks) -> bool:
+    """Write the text `chunks` (an iterable of str) through a temp file, and rename it into place only when it
+    differs from what the file holds: a large report is never held whole, and an unchanged file is not
+    touched. Returns whether the file was replaced. Failures behave as write_atomic's."""
+    path, tmp = Path(path), None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        if same_file(tmp, path):
+            Path(tmp).unlink()
+            tmp = None
+            return False
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    except BaseException as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            e.filename = str(path)
+        raise
+
+
+def same_file(a, b, chunk: int = 1 << 20) -> bool:
+    """Whether two files hold the same bytes (False when either cannot be read), a chunk at a time."""
+    try:
+        if os.path.getsize(a) != os.path.getsize(b):
+            return False
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            while True:
+                block = fa.read(chunk)
+                if block != fb.read(chunk):
+                    return False
+                if not block:
+                    return True
+    except OSError:
+        return False
+
+
+ENTRY_LINE = '  "'
+
+
+def read_lines(path: Path) -> Optional[dict]:
+    """A recording in the form dumps_recording writes (its key on the first line, an entry a line), with each
+    entry kept as its JSON text, to be parsed when it is looked up (parse_item): a replay of a large
+    recording then never holds it all parsed at once. None for a file of another layout."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            first = f.readline()
+            if not (first.startswith('{"key": ') and first.endswith(', "entries": {\n')):
+                return None
+            key = json.loads(first[len('{"key": '):-len(', "entries": {\n')])
+            entries, decode = {}, json.JSONDecoder().raw_decode
+            for line in f:
+                if not line.startswith(ENTRY_LINE):
+                    break
+                name, at = decode(line, 2)
+                entries[name] = line[at + 2:].rstrip("\n").removesuffix(",")
+            rest = line + f.read()
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if rest.strip() != "}}" or not isinstance(key, dict) or key.get("format") != FORMAT:
+        return None
+    return {"key": key, "entries": entries}
+
+
+def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]],
+               seen: Optional[dict] = None) -> dict:
+    """An entry kept as text by read_lines, parsed and checked as read_recording checks every entry; with
+    `seen`, its strings shared with the entries parsed before it (one copy of each repeated name, page id
+    or reason, however many rows hold it)."""
+    try:
+        item = json.loads(raw) if seen is None else json.loads(raw, object_hook=sharing(seen))
+    except (ValueError, RecursionError):
+        raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}]: malformed JSON") from None
+    wrong = item_problem(name, item, check)
+    if wrong:
+        raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}].{wrong}")
+    return item
+
+
+def read_recording(path: Path, check: Optional[Callable[[str, Any], Optional[str]]] = None,
+                   lazy: bool = False) -> dict:
     """A recording's header and entries; a missing, malformed or old-format file, or an entry whose value is
-    not of its kind's shape (`check(entry, value)` says what is wrong), is a RecordingError."""
+    not of its kind's shape (`check(entry, value)` says what is wrong), is a RecordingError. With `lazy`, a
+    file in the line layout keeps each entry as text (read_lines): it is checked when parsed."""
     if not Path(path).exists():
         raise RecordingError(f"{shown(path)}: no recording; record one with --live")
+    if lazy:
+        found = read_lines(path)
+        if found is not None:
+            return found
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("key"), dict) or not isinstance(data.get("entries"), dict):
         raise RecordingError(f"{shown(path)}: not a recording (expected 'key' and 'entries')")
@@ -106,7 +226,24 @@ def read_recording(path: Path, check: Optional[Callable[[str, Any], Optional[str
         wrong = item_problem(name, item, check)
         if wrong:
             raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}].{wrong}")
+    shared(data["entries"])
     return data
+
+
+def read_key(path: Path) -> dict:
+    """A recording's key alone, from its first line when the file starts with it (as this module writes
+    recordings), else from the whole file, checked as read_recording checks it."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            first = f.readline()
+        head = first.partition(', "entries": {')[0]
+        if first.startswith('{"key": ') and head != first:
+            key = json.loads(head[len('{"key": '):])
+            if isinstance(key, dict) and key.get("format") == FORMAT:
+                return key
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        pass
+    return read_recording(path)["key"]
 
 
 def item_problem(name: str, item: Any, check: Optional[Callable[[str, Any], Optional[str]]]) -> Optional[str]:
@@ -123,6 +260,15 @@ def item_problem(name: str, item: Any, check: Optional[Callable[[str, Any], Opti
 def shown_name(name: str) -> str:
     """An entry name as one printable line."""
     return name if isinstance(name, str) and name.isprintable() else repr(name)
+
+
+def dumps_recording(key: dict, entries: dict) -> str:
+    """A recording as JSON: its key, then each entry on a line of its own, so a diff shows the entries that
+    changed and a large recording stays small and quick to read."""
+    lines = ",\n".join(f"  {json.dumps(name)}: {item if isinstance(item, str) else json.dumps(item)}"
+                        for name, item in entries.items())
+    return f'{{"key": {json.dumps(key)}, "entries": {{\n{lines}\n}}}}\n' if entries else \
+        f'{{"key": {json.dumps(key)}, "entries": {{}}}}\n'
 
 
 def dump_entry(value: Any) -> Any:
@@ -144,12 +290,14 @@ class Cassette:
         self.recorded: dict[str, dict] = {}  # the file's entries, then the journal's, by name
         self.used: dict[str, dict] = {}  # entries current in this run: what save() writes
         self.computed = 0
-        self.on_disk: dict[str, dict] = {}
+        self.on_disk: dict[str, Any] = {}  # the file's entries, each as its text until looked up
+        self.from_disk: set[str] = set()  # entries this run used as the file holds them
+        self.seen: dict[str, str] = {}  # one copy of each string of the entries parsed
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
         if not live:
-            data = read_recording(self.path, check)
+            data = read_recording(self.path, check, lazy=True)
             changed = key_changes(data["key"], self.key)
             if changed:
                 raise RecordingError(f"{shown(self.path)}: recording is stale: "
@@ -222,7 +370,7 @@ class Cassette:
             self.rerecord = True  # a --rerecord that was interrupted must not be topped up from the old file
         if self.path.exists():
             try:
-                data = read_recording(self.path, self.check)
+                data = read_recording(self.path, self.check, lazy=True)
             except RecordingError as e:
                 if not self.rerecord:
                     raise RecordingError(f"{e}; it is not replaced (recording it again would pay for every "
@@ -241,8 +389,8 @@ class Cassette:
         if journal is not None:
             # What the journal adds to the recording: all of it for an interrupted --rerecord, which does not
             # use the file's entries; else what the file lacks (a run killed after saving holds nothing new).
-            kept = [e for e, item in journal["entries"].items() if self.rerecord or self.on_disk.get(e) != item]
-            self.recorded.update(journal["entries"])
+            kept = [e for e, item in journal["entries"].items() if self.rerecord or self.disk_item(e) != item]
+            self.recorded.update({e: journal["entries"][e] for e in kept})  # the others: the file has them
             if kept:
                 rest = "; the rest of its --rerecord is called again" if self.rerecord else ""
                 self.notes.append(f"resuming: {len(kept)} entries from an interrupted run are kept "
@@ -312,6 +460,11 @@ class Cassette:
                               f"{len(entries)} entries are kept")
         return {"rerecord": meta.get("rerecord", False), "entries": entries}
 
+    def disk_item(self, entry: str) -> Optional[dict]:
+        """The file's entry, parsed (None when the file lacks it)."""
+        item = self.on_disk.get(entry)
+        return parse_item(self.path, entry, item, self.check) if isinstance(item, str) else item
+
     def has(self, entry: str) -> bool:
         """Whether this run has a current value for `entry` (recorded, or computed now)."""
         with self.lock:
@@ -320,16 +473,23 @@ class Cassette:
     def lookup(self, entry: str, deps_of: Callable[[Any], dict]) -> tuple[Any, list[str]]:
         """The recorded value when its dependencies are current, else (ABSENT, what changed)."""
         with self.lock:
-            if entry in self.used:
-                return self.used[entry]["value"], []
-            item = self.recorded.get(entry)
-        if item is None:
+            stored = self.used.get(entry)
+            known = stored is not None
+            if not known:
+                stored = self.recorded.get(entry)
+        if stored is None:
             return ABSENT, ["not recorded"]
+        item = parse_item(self.path, entry, stored, self.check, self.seen) if isinstance(stored, str) else stored
+        if known:
+            return item["value"], []
         changed = key_changes(item["deps"], deps_of(item["value"]))
         if changed:
             return ABSENT, [f"{field} changed" for field in changed]
-        with self.lock:
-            self.used[entry] = item
+        if self.live:  # a replay keeps nothing it has looked up: its rows hold what they need
+            with self.lock:
+                self.used[entry] = stored  # as the file holds it, when it does: text until it is written
+                if self.on_disk.get(entry) is stored:  # not replaced by the journal
+                    self.from_disk.add(entry)
         return item["value"], []
 
     def get(self, entry: str, deps_of: Callable[[Any], dict], compute: Optional[Callable[[], Any]] = None) -> Any:
@@ -371,12 +531,12 @@ class Cassette:
         """Entries sorted by name, so the file does not depend on the order calls completed in."""
         with self.lock:
             entries = dict(sorted(self.used.items()))
-        return json.dumps({"key": self.key, "entries": entries}, indent=2) + "\n"
+        return dumps_recording(self.key, entries)
 
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
         with self.lock:
-            return self.path.exists() and self.used == self.on_disk
+            return self.path.exists() and set(self.used) == set(self.on_disk) and self.from_disk == set(self.used)
 
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`
@@ -387,6 +547,7 @@ class Cassette:
                 for name, item in self.on_disk.items():
                     if name not in self.used and keep(name):
                         self.used[name] = item
+                        self.from_disk.add(name)
         written = not self.unchanged()
         if written:
             write_atomic(self.path, self.dumps())

@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown, write_atomic
+from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_key, read_recording, shown, write_atomic
 from harness import console, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
@@ -155,15 +155,25 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
     and `agent` build the models only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
     repeats = repeats or recorded_repeats(cassette.recorded)
+    done: dict[str, dict] = {}  # the rows of cases a live run found complete: nothing to call, nothing to redo
+
+    def complete(case: dict) -> Optional[dict]:
+        missing: dict = {}
+        row = case_row(inputs, case, cassette, None, missing)
+        if missing or repeats > 1:
+            return None
+        done[case["id"]] = row
+        return row
+
     if cassette.live:
         from harness.recording import Quiet, collect
 
         errors = collect(inputs, cassette, judge, agent, concurrency, progress or Quiet(),
                          lambda case, error: case_row(inputs, case, cassette, error)["first_failure"],
-                         counterfactual_agent, repeats, batch)
+                         counterfactual_agent, repeats, batch, complete)
     rows = []
     for case in inputs.cases["cases"]:
-        rows.append(case_row(inputs, case, cassette, errors.get(case["id"]), stale))
+        rows.append(done.pop(case["id"], None) or case_row(inputs, case, cassette, errors.get(case["id"]), stale))
         if repeats > 1:
             again = [case_row(inputs, case, cassette, errors.get(case["id"]), stale, repeat(r))
                      for r in range(2, repeats + 1)]
@@ -189,7 +199,7 @@ def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Op
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports, name = [], loaded.cases["name"]
     for path in replay_targets(loaded.project.folder, name, model):
-        names = read_recording(path)["key"]
+        names = read_key(path)
         cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False,
                             check=shapes.problem)
         reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
@@ -256,6 +266,7 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
     cassette = Cassette(path, head, live=True, rerecord=rerecord, check=shapes.problem, predict=predict, also=also)
+    cassette.measured = recorded if plan else {}  # what a plan estimates tokens from
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)
@@ -374,7 +385,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             if args.plan:
                 from harness import plan
 
-                recorded = {n: i for n, i in cassette.recorded.items() if i.get("deps")}  # not the stand-ins
+                recorded = cassette.measured
                 unforeseen = plan.possible_counterfactuals(cassette.planned, recorded, Inputs(
                     subset(loaded, cases), model, embedder_name(), judge_name()))
                 return console.write_stdout(plan.text(cassette.planned, recorded, model, embedder_name(),

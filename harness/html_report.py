@@ -8,7 +8,7 @@ text, and the tables below say everything without them.
 """
 import json
 from html import escape
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from harness.stages import STAGES, deepeval_disagrees, stage_results
 from harness.stats import rate_text, wilson_interval
@@ -459,14 +459,22 @@ def _pictures(report: dict) -> str:
 
 def html(report: dict) -> str:
     """The whole report as one HTML page with inline CSS and no external resources."""
+    return "".join(html_parts(report))
+
+
+def html_parts(report: dict) -> Iterator[str]:
+    """The page of `html`, a piece at a time (a case each), so a report of many cases is written without
+    being held whole."""
     key = report.get("key") or {}
     agent = f"Agent {key['agent']}: " if key.get("agent") else ""
     title = (f"{agent}model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
              f"{' (the offline backends)' if key.get('offline') else ''}")
     threshold = report.get("threshold", 0.7)
     cases = f"<p>Cases {escaped(key['cases'])}; threshold {escaped(threshold)}.</p>" if "cases" in key else ""
-    body = "".join(_case(r, threshold) for r in report.get("rows", []))
-    return ("<!DOCTYPE html>\n"
-            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
-            f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{cases}{_summary(report)}"
-            f"{_pictures(report)}<h2>Stages</h2>{_table(report)}<h2>Cases</h2>{body}</body></html>\n")
+    yield ("<!DOCTYPE html>\n"
+           f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
+           f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{cases}{_summary(report)}"
+           f"{_pictures(report)}<h2>Stages</h2>{_table(report)}<h2>Cases</h2>")
+    for r in report.get("rows", []):
+        yield _case(r, threshold)
+    yield "</body></html>\n"

@@ -34,12 +34,14 @@ def run_agent(agent, question: str) -> dict:
 def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable, concurrency: int,
             progress, outcome: Callable[[dict, Optional[str]], Optional[str]],
             counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: int = 1,
-            batch: Optional[Callable[[list], dict]] = None) -> dict[str, str]:
+            batch: Optional[Callable[[list], dict]] = None,
+            complete: Optional[Callable[[dict], Optional[dict]]] = None) -> dict[str, str]:
     """Compute every missing entry with at most `concurrency` calls at once. Returns the error of each case
     whose calls still failed after retries. `outcome(case, error)` names a finished case's first failure;
     a case failing at retrieval then runs again with `counterfactual_agent(case)`, whose search returns
     the case's expected pages, so only failing cases pay for that run. With `repeats`, every case runs that
-    many times, each run judged. With `batch(jobs)`, the judged metrics wait until the agents are done and
+    many times, each run judged. `complete(case)` is the row of a case whose every entry is recorded and
+    current (None otherwise): such a case is not handed to the pool at all. With `batch(jobs)`, the judged metrics wait until the agents are done and
     are measured together (harness/batch.py: [(name, measure)] -> name -> value or exception), then any
     counterfactual runs they call for, and so on."""
     pool, lock, errors, left, second, deferred = Pool(concurrency), threading.Lock(), {}, {}, set(), []
@@ -114,6 +116,10 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
     def tasks():
         """Each case's runs and rankings, drawn by the pool one at a time as workers free up."""
         for case in inputs.cases["cases"]:
+            row = complete(case) if complete else None
+            if row is not None:
+                progress.advance(row["first_failure"])
+                continue
             rungs = rankers.entries(case)
             with lock:
                 left[case["id"]] = repeats + len(rungs)

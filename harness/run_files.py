@@ -5,9 +5,9 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterable, Iterator, Optional
 
-from cassette import RecordingError, read_recording, shown, write_atomic
+from cassette import RecordingError, read_key, shown, write_atomic_if_changed
 
 CALIBRATION_PREFIX = "calibration+"
 MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
@@ -37,50 +37,56 @@ def file_part(name: str) -> str:
     return f"{readable}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
-def report_files(folder: Path, report: dict) -> dict[Path, str]:
-    """runs/<name>.json, .md and .html of a report; a split other than dev adds its name."""
-    from harness.html_report import html
+def report_files(folder: Path, report: dict) -> dict[Path, Callable[[], Iterable[str]]]:
+    """runs/<name>.json, .md and .html of a report, each as the producer of its text's pieces; a split other
+    than dev adds its name."""
+    from harness.html_report import html_parts
     from harness.report import markdown
 
     runs, key = folder / "runs", report["key"]
     name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"]) + (
         "" if report["split"] == "dev" else f".{report['split']}")
-    return {runs / f"{name}.json": json_text(report), runs / f"{name}.md": markdown(report) + "\n",
-            runs / f"{name}.html": html(report)}
+    return {runs / f"{name}.json": lambda: json_lines(report), runs / f"{name}.md": lambda: [markdown(report), "\n"],
+            runs / f"{name}.html": lambda: html_parts(report)}
+
+
+def json_lines(report: dict) -> Iterator[str]:
+    """A report as JSON: each top-level field on a line of its own, and each row on one line, so a diff of
+    two reports shows the cases that changed, and a report of 10,000 cases is written a row at a time."""
+    yield "{\n"
+    for i, (field, value) in enumerate(report.items()):
+        comma = ",\n" if i < len(report) - 1 else "\n"
+        if field == "rows" and isinstance(value, list) and value:
+            yield '  "rows": [\n'
+            for j, row in enumerate(value):
+                yield f"    {json.dumps(row)}{',' if j < len(value) - 1 else ''}\n"
+            yield "  ]" + comma
+        else:
+            yield f"  {json.dumps(field)}: {json.dumps(value)}{comma}"
+    yield "}\n"
 
 
 def json_text(report: dict) -> str:
-    """A report as JSON: each top-level field on a line of its own, and each row on one line, so a diff of
-    two reports shows the cases that changed, and a report of 10,000 cases is written by the C encoder."""
-    lines = []
-    for field, value in report.items():
-        if field == "rows" and isinstance(value, list):
-            rows = ",\n".join(f"    {json.dumps(row)}" for row in value)
-            lines.append(f'  "rows": [\n{rows}\n  ]' if value else '  "rows": []')
-        else:
-            lines.append(f"  {json.dumps(field)}: {json.dumps(value)}")
-    return "{\n" + ",\n".join(lines) + "\n}\n"
+    return "".join(json_lines(report))
 
 
-def write_if_changed(path: Path, text: str) -> None:
-    """Write atomically, and not at all when the file already holds exactly this text (compared a chunk at a
-    time, so a large report is never held twice)."""
-    data = text.encode("utf-8")
-    if same_bytes(path, data):
-        return
-    write_atomic(path, text)
+def write_if_changed(path: Path, text) -> None:
+    """Write atomically, and not at all when the file already holds exactly this text (a str, or a producer
+    of its pieces, which is called again to write when the file differs)."""
+    produce = (lambda: [text]) if isinstance(text, str) else text
+    if not holds(path, produce()):
+        write_atomic_if_changed(path, produce())
 
 
-def same_bytes(path: Path, data: bytes, chunk: int = 1 << 20) -> bool:
+def holds(path: Path, chunks: Iterable[str]) -> bool:
+    """Whether the file holds exactly the text of `chunks`, read along with them a piece at a time."""
     try:
-        if path.stat().st_size != len(data):
-            return False
-        view = memoryview(data)
         with open(path, "rb") as f:
-            for start in range(0, len(data), chunk):
-                if f.read(chunk) != view[start:start + chunk]:
+            for chunk in chunks:
+                data = chunk.encode("utf-8")
+                if f.read(len(data)) != data:
                     return False
-        return True
+            return f.read(1) == b""
     except OSError:
         return False
 
@@ -99,7 +105,7 @@ def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]
     paths = sorted(p for p in folder.glob("*.json") if p.name.startswith(prefix) and ".shard-" not in p.name)
     chosen = []
     for path in paths:
-        names = read_recording(path)["key"]
+        names = read_key(path)
         if all(value is None or names.get(field) == value for field, value in wanted.items()):
             chosen.append(path)
     if not chosen:

@@ -64,13 +64,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="evaluate.py merge", description=__doc__.splitlines()[0])
     parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
     args = parser.parse_args(argv)
-    import json
-
-    from cassette import RecordingError, shown, write_atomic
+    from cassette import RecordingError, dumps_recording, shown, write_atomic
 
     try:
         target, content = merged([Path(p) for p in args.shards])
-        write_atomic(target, json.dumps(content, indent=2) + "\n")
+        write_atomic(target, dumps_recording(content["key"], content["entries"]))
     except (MergeError, RecordingError) as e:
         print(f"evaluate.py: merge: {e}", file=sys.stderr)
         return 2
