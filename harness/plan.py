@@ -144,7 +144,8 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
               f"{RULE['agent'][0]} in / {RULE['agent'][1]} out for an agent run and {RULE['judge'][0]} / "
               f"{RULE['judge'][1]} for a judge metric):", *notes]
     if by_kind.get("embeddings"):
-        lines.append(f"  embeddings: {by_kind['embeddings'].total()} queries and one index of the pages with "
+        queries = by_kind["embeddings"].total()
+        lines.append(f"  embeddings: {queries} quer{'y' if queries == 1 else 'ies'} and one index of the pages with "
                      f"{embedder}; their tokens are not recorded, so they are not estimated")
     said = f"${total:.4f}" if total else "$0"
     lines.append(f"estimated cost: {said}" + (f", plus what {', '.join(dict.fromkeys(unknown))} costs (price "
