@@ -151,3 +151,38 @@ def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(t
     resumed_creates = len([r for r in requests if r["kind"] == "batch-create"])
     assert killed_creates + resumed_creates == rounds  # no round paid twice
     assert not [r for r in requests if r["kind"] == "chat"]  # nor the agent run the killed run journaled
+
+
+REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
+                       "abstained": 1, "ignored_planted": 1}  # DeepEval's judge requests per metric (reasons on)
+
+
+def test_the_plans_judge_metrics_are_the_judge_requests_the_stand_in_then_answers(tmp_path, standin, capsys):
+    """Through the real Gemini clients: plan an edit, then record it; the stand-in sees exactly the judge
+    requests of the planned metrics, and as many agent runs as planned."""
+    project = project_with(tmp_path)
+    code, err, _ = run(project, standin, "--live", "--quiet")
+    assert code == 0, err
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"][0]["reference"] += " Back it up daily."
+    data["cases"].append({"id": "tag-a-task", "question": "How do I tag a task?", "expected_tools": ["search_docs"],
+                          "expected_docs": ["tags"], "reference": "Use tracker tag ID NAME."})
+    (project / "cases.json").write_text(json.dumps(data))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(evaluate, "HERE", project)
+        mp.chdir(project)
+        for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url}.items():
+            mp.setenv(variable, value)
+        start = len(standin.requests)
+        assert evaluate.main(["--live", "--plan"]) == 0
+        assert standin.requests[start:] == []  # a plan calls nothing, not even the reachability check
+    out = capsys.readouterr().out
+    planned = {line.split(":")[0].strip()[len("judge "):]: int(line.split(": ")[1].split()[0])
+               for line in out.splitlines() if line.startswith("  judge ") and " x ~" in line}
+    agents = int(next(line for line in out.splitlines() if line.startswith("  agent runs: ")).split()[2])
+    code, err, requests = run(project, standin, "--live", "--quiet")
+    assert code == 0, err
+    judged = [r for r in requests if r["kind"] == "judge"]
+    assert len(judged) == sum(REQUESTS_PER_METRIC[m] * n for m, n in planned.items())
+    chats = [r for r in requests if r["kind"] == "chat"]
+    assert agents == 1 and 1 <= len(chats) <= 2  # one agent run: its tool call, then its answer
