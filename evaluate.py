@@ -107,7 +107,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
-                                                                 case.get("expected_args"), inputs.parameters),
+                                                                 case.get("expected_args"), inputs.parameters,
+                                                                 case.get("tools_match", "multiset")),
                 "retrieval": retrieval_scores(view["searches"], case["expected_docs"], inputs.k),
                 "judged": {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})

@@ -1,12 +1,43 @@
 """`python assistant.py [--project DIR] "question"`: run a project's agent once and print its trace as JSON,
-with the pages each retriever call returned as the harness reads them."""
+with the pages each retriever call returned as the harness reads them.
+
+With `--as-case ID` it prints, instead, a draft case for the case set's "cases" list (`draft_case`): what the
+agent did, as the expectations, and REFERENCE_PLACEHOLDER as the reference. A trace is a draft, not the truth:
+the case set refuses a case whose reference is still the placeholder, until a person writes what right is."""
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional
 
+from harness.dataset import REFERENCE_PLACEHOLDER  # the reference of a drafted case, which the case set refuses
+
 ROOT = Path(__file__).resolve().parent.parent  # the default project: the bundled tracker example
+CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # schemas.Id, without importing pydantic
+
+
+def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,
+               searches: Optional[list[list[str]]]) -> dict:
+    """The case a trace suggests: the tools it called, in order, once per call; the pages its retriever calls
+    returned (each call's top `k`, in call order then rank, each page once), unless `searches` is None (a
+    retriever output the harness cannot read); for each lookup tool, the key argument of its first call; and
+    "chitchat" when it called no tool. `roles` are evals.toml's (harness.project.ToolRole by tool name)."""
+    calls = trace["tool_calls"]
+    case: dict = {"id": case_id, "question": question, "expected_tools": [c["name"] for c in calls]}
+    if searches is not None:
+        case["expected_docs"] = list(dict.fromkeys(page for search in searches for page in search[:k]))
+    looked_up: dict = {}
+    for call in calls:
+        role = roles.get(call["name"])
+        if role is not None and role.role == "lookup" and call["name"] not in looked_up \
+                and call["args"].get(role.key) is not None:
+            looked_up[call["name"]] = {role.key: call["args"][role.key]}
+    if looked_up:
+        case["expected_args"] = looked_up
+    case["expected_behavior"] = "answer" if calls else "chitchat"
+    case["reference"] = REFERENCE_PLACEHOLDER
+    return case
 
 
 def main(argv: Optional[list[str]] = None, description: str = __doc__) -> int:
@@ -22,6 +53,8 @@ def main(argv: Optional[list[str]] = None, description: str = __doc__) -> int:
 exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run failed""")
     parser.add_argument("question", help="the question to ask, in quotes")
     parser.add_argument("--project", metavar="DIR", help="the project folder (default: the bundled example)")
+    parser.add_argument("--as-case", metavar="ID", help="print a draft case with this id for the case set, not the "
+                                                        "trace; write its reference before it loads")
     args = parser.parse_args(argv)
     from cassette import printable_stdout
     from harness import project as projects
@@ -32,10 +65,19 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
     from harness.inputs import load_inputs
     from harness.trace import Unreadable
 
+    from harness.dataset import ID_RULE
+
     printable_stdout()
+    case_id = args.as_case
+    if case_id is not None and not CASE_ID.fullmatch(case_id):
+        shown = case_id if case_id.isprintable() else repr(case_id)
+        print(f"assistant.py: --as-case {shown}: {ID_RULE}", file=sys.stderr)
+        return 2
     model, embedder = providers.chat_model_name(), providers.embedder_name()
     try:
         loaded = load_inputs(projects.load(Path(args.project) if args.project else ROOT))
+        if case_id is not None and any(c["id"] == case_id for c in loaded.cases["cases"]):
+            raise InputError(f"--as-case {case_id}: {loaded.project.cases} already has a case with this id")
         providers.preflight([model, embedder])
         from harness.capture import run
 
@@ -50,8 +92,18 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
         return 3
     try:
         view = inputs.view(trace)
-        trace["searches"], trace["context"] = view["searches"], view["context"]
     except Unreadable as e:
-        trace["unreadable"] = str(e)
+        view, unreadable = None, str(e)
+    if case_id is not None:
+        if view is None:
+            print(f"assistant.py: the case has no expected_docs: {unreadable}", file=sys.stderr)
+        case = draft_case(case_id, args.question, trace, inputs.roles, inputs.k,
+                          None if view is None else view["searches"])
+        print(json.dumps(case, indent=2, ensure_ascii=False))
+        return 0
+    if view is None:
+        trace["unreadable"] = unreadable
+    else:
+        trace["searches"], trace["context"] = view["searches"], view["context"]
     print(json.dumps(trace, indent=2))
     return 0

@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cassette import read_json, write_atomic
+from harness import matching
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
+# The reference `assistant.py --as-case` drafts: a case still holding it is refused, since a person decides
+# what right looks like.
+REFERENCE_PLACEHOLDER = "TODO: write the right answer; a case with this reference is refused"
 PAGE_ID_RULE = "a page id may not hold '|', '`' or a line break, nor start or end with a space"
 CACHE = Path(".cache") / "validated.json"  # beside the input files; gitignored
 
@@ -116,6 +120,32 @@ def unique_ids(label: str, items: list[dict], field: str) -> None:
         seen.add(item["id"])
 
 
+def check_stated(field: str, tool: str, name: str, kind: Optional[type], value: Any) -> None:
+    """A stated argument: a value of the tool's declared type, or a rule (harness.matching) that can apply to
+    it: known keys, a non-empty any_of of values of that type, ignore only as true, normalize only on strings."""
+    def of_kind(at: str, v: Any) -> None:
+        if kind is not None and (not isinstance(v, kind) or isinstance(v, bool) and kind is not bool):
+            raise InputError(f"{at}: {tool} takes {name} as {kind.__name__}; {v!r} is not one")
+
+    if not matching.is_rule(value):
+        return of_kind(field, value)
+    problem = matching.rule_error(value)
+    if problem:
+        key, message = problem
+        raise InputError(f"{field}{'.' + key if key else ''}: {message}")
+    normalised = "normalize" in value
+    if normalised and kind is not None and kind is not str:
+        raise InputError(f"{field}.normalize: {tool} takes {name} as {kind.__name__}; normalize applies to "
+                         "strings only")
+    values = [("any_of", i, v) for i, v in enumerate(value["any_of"])] if "any_of" in value else \
+        [("equals", None, value["equals"])] if "equals" in value else []
+    for key, i, v in values:
+        at = f"{field}.{key}" + ("" if i is None else f"[{i}]")
+        of_kind(at, v)
+        if normalised and not isinstance(v, str):
+            raise InputError(f"{at}: normalize compares strings; {v!r} is not one")
+
+
 DEFAULTS = {"category": "uncategorised", "expected_behavior": "answer", "split": "dev", "expected_docs": [],
             "expected_tools": [], "expected_args": {}, "must_not": []}
 
@@ -134,18 +164,23 @@ def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict
         if unknown:
             raise InputError(f"{at}.expected_tools: the agent has no tool {unknown[0]!r} (its tools: "
                              f"{', '.join(tools) or 'none'})")
+        if case["reference"].strip() == REFERENCE_PLACEHOLDER:
+            raise InputError(f"{at}.reference: still the placeholder `assistant.py --as-case` drafted: write the "
+                             "right answer")
         stray = [t for t in case["expected_args"] if t not in case["expected_tools"]]
         if stray:
             raise InputError(f"{at}.expected_args: {stray[0]} is not in expected_tools")
+        mode = case.get("tools_match", matching.DEFAULT)
+        if mode != matching.DEFAULT and not case["expected_tools"]:
+            raise InputError(f"{at}.tools_match: {mode!r} matches the calls against expected_tools, and the case "
+                             "expects none (a case that expects no call is checked as such)")
         for tool, args in case["expected_args"].items():
             for name, value in args.items():
                 field = f"{at}.expected_args.{tool}.{name}"
                 if name not in tools[tool]:
                     raise InputError(f"{field}: {tool} has no parameter {name!r} (it takes "
                                      f"{', '.join(tools[tool]) or 'none'})")
-                kind = tools[tool][name]
-                if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
-                    raise InputError(f"{field}: {tool} takes {name} as {kind.__name__}; {value!r} is not one")
+                check_stated(field, tool, name, tools[tool][name], value)
         behaviour = case["expected_behavior"]
         if behaviour == "abstain" and not set(retrievers) & set(case["expected_tools"]):
             need = (f"expect a retriever ({', '.join(retrievers)})" if retrievers else

@@ -23,6 +23,7 @@ class Strict(BaseModel):
 CATEGORIES = ("answerable", "multi_hop", "unanswerable", "injection", "adversarial", "smalltalk", "contradiction")
 BEHAVIOURS = ("answer", "abstain", "chitchat")
 SPLITS = ("dev", "holdout")
+TOOLS_MATCH = ("multiset", "ordered", "exact", "subset", "superset")  # harness.matching.MODES
 
 
 class Case(Strict):
@@ -36,7 +37,11 @@ class Case(Strict):
     expected_docs: list[str] = Field(default_factory=list)
     # The agent's tool names: checked against the tools read from the agent (dataset.load_cases).
     expected_tools: list[str] = Field(default_factory=list)
-    # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}.
+    # How the calls are matched against expected_tools (harness.matching); absent is multiset, today's rule.
+    tools_match: Literal[TOOLS_MATCH] = "multiset"
+    # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}; a value may be a rule, an object
+    # ({"any_of": [...]}, {"equals": ..., "normalize": ["case", "space"]}, {"ignore": true}) that
+    # dataset.load_cases checks against the tool's declared types.
     expected_args: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
     must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)

@@ -4,6 +4,7 @@ import re
 from collections import Counter
 from typing import Any, Optional
 
+from harness import matching
 from harness.stats import percentile, rate
 
 THRESHOLD = 0.7
@@ -82,14 +83,18 @@ def as_declared(value: Any, kind: Optional[type]) -> Any:
 
 
 def carries(args: dict, name: str, value: Any, kind: Optional[type]) -> bool:
-    """Whether a call's arguments hold `name` equal to `value` once converted to `kind`; True is never 1."""
+    """Whether a call's arguments hold `name` equal to `value` once converted to `kind`; True is never 1.
+    `value` may be a rule (harness.matching): any of several values, a normalised string, or ignored (then a
+    call need not carry the argument at all)."""
+    if matching.ignored(value):
+        return True
     if name not in args:
         return False
     try:
         got = as_declared(args[name], kind)
     except ValueError:
         return False
-    return got == value and isinstance(got, bool) == isinstance(value, bool)
+    return matching.matches(value, got)
 
 
 def type_name(kind: type) -> str:
@@ -119,37 +124,37 @@ def argument_errors(calls: list[dict], expected_args: dict[str, dict],
                  for name, value in wanted.items()}
         if not made or any(all(right[name][i] for name in wanted) for i in range(len(made))):
             continue  # a missing call is the tool check's failure, not an argument's
-        wrong = [f"{tool}.{name}: expected {value!r}, got "
+        wrong = [f"{tool}.{name}: expected {matching.described(value)}, got "
                  f"{', '.join(shown_argument(args, name, declared.get(name)) for args in made)}"
                  for name, value in wanted.items() if not any(right[name])]
         errors += wrong or [f"{tool}: no one call carries "
-                            f"{', '.join(f'{name}={value!r}' for name, value in wanted.items())}; each call carries "
+                            f"{', '.join(f'{name}={matching.described(value)}' for name, value in wanted.items())}; "
+                            "each call carries "
                             "only some of them"]
     return errors
 
 
 def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expected_args: Optional[dict] = None,
-                 parameters: Optional[dict[str, dict[str, Optional[type]]]] = None) -> dict:
-    """The harness's own count: each expected entry needs a call of its own (expected tools are a multiset, so
-    expecting search_docs twice needs two searches; more calls to an expected tool are not held against it),
-    a call to a tool the case does not list fails, and so does a wrong argument. DeepEval's
+                 parameters: Optional[dict[str, dict[str, Optional[type]]]] = None,
+                 mode: str = matching.DEFAULT) -> dict:
+    """The harness's own check of the calls under the case's `tools_match` mode (harness.matching). The
+    default, multiset: each expected entry needs a call of its own (expecting search_docs twice needs two
+    searches; more calls to an expected tool are not held against it), and a call to a tool the case does not
+    list fails. In every mode a wrong argument fails. A mode other than the default names itself in the
+    reason and in `mode`. The score is the share of expected entries called, in every mode. DeepEval's
     ToolCorrectnessMetric, which matches expected tools as a set, is kept beside it."""
-    made, wanted = Counter(c["name"] for c in calls), Counter(expected)
-    short = {tool: n for tool, n in wanted.items() if made[tool] < n}
-    unexpected = [c["name"] for c in calls if c["name"] not in wanted]
+    names = [c["name"] for c in calls]
+    made, wanted = Counter(names), Counter(expected)
+    short = {} if mode == "subset" else matching.shortfall(names, expected)
+    unexpected = [] if mode == "superset" else matching.unlisted(names, expected)
     wrong_args = argument_errors(calls, expected_args or {}, parameters or {})
-    problems = ([f"missing {tool}" if n == 1 else f"expected {n} calls to {tool}, got {made[tool]}"
-                 for tool, n in short.items()]
-                + ([f"unexpected {', '.join(unexpected)}"] if unexpected else [])
-                + [f"wrong argument {e}" for e in wrong_args])
-    made_all = ", ".join(tool if n == 1 else f"{n} calls to {tool}" for tool, n in wanted.items())
+    problems = matching.tool_problems(mode, names, expected) + [f"wrong argument {e}" for e in wrong_args]
     return {"score": sum(min(n, made[tool]) for tool, n in wanted.items()) / len(expected) if expected
             else float(not calls),
-            "reason": "; ".join(problems) or (f"every expected call made: {made_all}" if expected
-                                              else "no tool expected, none called"),
+            "reason": "; ".join(problems) or matching.agreed(mode, names, expected),
             "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
-            "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n - made[tool])],
-            "wrong_args": wrong_args, "pass": not problems}
+            "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n)],
+            "wrong_args": wrong_args, "pass": not problems, **({} if mode == matching.DEFAULT else {"mode": mode})}
 
 
 def deepeval_disagrees(tools: Optional[dict]) -> bool:

@@ -1,0 +1,219 @@
+"""Match modes for a case's tools and rules for its arguments: pure functions, no I/O and no imports of the
+harness, so stages.py and dataset.py share them.
+
+A mode reads the sequence of the calls' tool names against the case's `expected_tools` and returns its
+problems, each one line naming what differed (an empty list: the calls match). `tools_match` picks it:
+
+- `multiset` (the default): each expected entry needs a call of its own, more calls to an expected tool are
+  not held against it, and a call to a tool the case does not list fails;
+- `ordered`: as multiset, and the expected calls are made in the listed order, other calls to listed tools
+  allowed between;
+- `exact`: the calls are exactly the expected list, in its order, no more and no fewer;
+- `subset`: every call is to a listed tool, at least one call is made, and not every listed tool need be
+  called (nor any number of times);
+- `superset`: every expected entry needs a call of its own, and calls to other tools are allowed.
+
+An argument rule is what a case states for one argument in `expected_args`: a plain value (the call must
+carry it, read as the tool's declared type), or an object: `{"any_of": [v, ...]}` (any of these values),
+`{"equals": v}` (the value, also to state an object literally), either with `"normalize": ["case", "space"]`
+for strings (compared lower-cased and/or without surrounding whitespace, on both sides), or
+`{"ignore": true}` (the argument is not checked: a call need not carry it).
+"""
+from collections import Counter
+from typing import Any, Callable, Optional
+
+DEFAULT = "multiset"
+MODES = ("multiset", "ordered", "exact", "subset", "superset")
+
+
+def sequence(names: list[str]) -> str:
+    return " then ".join(names) or "no tool"
+
+
+def shortfall(names: list[str], expected: list[str]) -> dict[str, int]:
+    """Expected tools called fewer times than listed: tool -> how many calls it lacks."""
+    made = Counter(names)
+    return {tool: n - made[tool] for tool, n in Counter(expected).items() if made[tool] < n}
+
+
+def unlisted(names: list[str], expected: list[str]) -> list[str]:
+    """The calls, in order, to tools the case does not list."""
+    return [name for name in names if name not in expected]
+
+
+def short_problems(names: list[str], expected: list[str]) -> list[str]:
+    made, wanted = Counter(names), Counter(expected)
+    return [f"missing {tool}" if wanted[tool] == 1 else f"expected {wanted[tool]} calls to {tool}, got {made[tool]}"
+            for tool in shortfall(names, expected)]
+
+
+def unlisted_problems(names: list[str], expected: list[str]) -> list[str]:
+    extra = unlisted(names, expected)
+    return [f"unexpected {', '.join(extra)}"] if extra else []
+
+
+def multiset(names: list[str], expected: list[str]) -> list[str]:
+    """Each expected entry needs a call of its own; a call to an unlisted tool fails. Order is not read."""
+    return short_problems(names, expected) + unlisted_problems(names, expected)
+
+
+def ordered(names: list[str], expected: list[str]) -> list[str]:
+    """As multiset, and the expected calls appear in the calls in the listed order (a subsequence): other
+    calls to listed tools may come between them."""
+    problems = multiset(names, expected)
+    if shortfall(names, expected):
+        return problems  # a call that was never made has no order
+    at = 0
+    for j, tool in enumerate(expected):
+        found = next((i for i in range(at, len(names)) if names[i] == tool), None)
+        if found is None:
+            before = expected[j - 1]
+            times = expected[:j].count(before)
+            earlier = before if times == 1 else f"{times} calls to {before}"
+            return problems + [f"expected {earlier} before {tool} (called {sequence(names)})"]
+        at = found + 1
+    return problems
+
+
+def exact(names: list[str], expected: list[str]) -> list[str]:
+    """The calls are exactly the expected list: the same tools, in the same order, as many times."""
+    if names == expected:
+        return []
+    i = next((i for i, (a, b) in enumerate(zip(names, expected)) if a != b), min(len(names), len(expected)))
+    if i < len(names) and i < len(expected):
+        first = f"call {i + 1} is {names[i]}, expected {expected[i]}"
+    elif i < len(expected):
+        first = f"no call {i + 1}, expected {expected[i]}"
+    else:
+        first = f"call {i + 1} is {names[i]}, expected no more calls"
+    return [f"{first} (expected {sequence(expected)}, called {sequence(names)})"]
+
+
+def subset(names: list[str], expected: list[str]) -> list[str]:
+    """Every call is to a listed tool, and at least one is made; not every listed tool need be called."""
+    if not names:
+        return [f"called no tool, expected at least one of {', '.join(dict.fromkeys(expected))}"]
+    return unlisted_problems(names, expected)
+
+
+def superset(names: list[str], expected: list[str]) -> list[str]:
+    """Each expected entry needs a call of its own; calls to other tools are allowed."""
+    return short_problems(names, expected)
+
+
+CHECKS: dict[str, Callable[[list[str], list[str]], list[str]]] = {
+    "multiset": multiset, "ordered": ordered, "exact": exact, "subset": subset, "superset": superset}
+
+
+def tool_problems(mode: str, names: list[str], expected: list[str]) -> list[str]:
+    """The problems of `mode`, each prefixed with the mode's name unless it is the default."""
+    problems = CHECKS[mode](names, expected)
+    return problems if mode == DEFAULT else [f"{mode}: {p}" for p in problems]
+
+
+def agreed(mode: str, names: list[str], expected: list[str]) -> str:
+    """The reason of calls that match under `mode`."""
+    wanted = Counter(expected)
+    listed = ", ".join(tool if n == 1 else f"{n} calls to {tool}" for tool, n in wanted.items())
+    if not expected:
+        return "no tool expected, none called"
+    if mode == "multiset":
+        return f"every expected call made: {listed}"
+    if mode == "ordered":
+        return f"ordered: every expected call made in order: {sequence(expected)}"
+    if mode == "exact":
+        return f"exact: called exactly {sequence(expected)}"
+    if mode == "subset":
+        return f"subset: every call to an expected tool: called {sequence(names)}"
+    others = unlisted(names, expected)
+    return f"superset: every expected call made: {listed}" + (f" (also called {', '.join(others)})" if others else "")
+
+
+# ---- argument rules --------------------------------------------------------------------------------------
+
+RULE_KEYS = ("any_of", "equals", "ignore", "normalize")
+NORMALISATIONS = {"case": "case", "space": "surrounding space"}
+RULE_SHAPES = '{"any_of": [...]}, {"equals": ...}, either with "normalize": ["case", "space"], or {"ignore": true}'
+
+
+def is_rule(value: Any) -> bool:
+    """A stated argument that is an object is a rule; any other value is the value itself."""
+    return isinstance(value, dict)
+
+
+def rule_error(value: dict) -> Optional[tuple[str, str]]:
+    """What makes a rule unusable, as (the key at fault, or '' for the rule itself, the message); None when it
+    is well formed. The values' types are the caller's to check (they depend on the tool)."""
+    unknown = [k for k in value if k not in RULE_KEYS]
+    if unknown:
+        return "", f"unknown rule {unknown[0]!r} (a rule is {RULE_SHAPES})"
+    if "ignore" in value:
+        if value["ignore"] is not True:
+            return "ignore", f"must be true, not {value['ignore']!r} (to check the argument, state its value)"
+        if len(value) > 1:
+            return "", f"ignore takes no other key (it has {', '.join(k for k in value if k != 'ignore')})"
+        return None
+    given = [k for k in ("any_of", "equals") if k in value]
+    if len(given) != 1:
+        return "", ("a rule needs any_of or equals" if not given else "any_of and equals cannot both be given") + \
+            f" (a rule is {RULE_SHAPES})"
+    if "any_of" in value and not (isinstance(value["any_of"], list) and value["any_of"]):
+        return "any_of", f"must be a non-empty list of acceptable values, not {value['any_of']!r}"
+    if "normalize" in value:
+        steps = value["normalize"]
+        if not (isinstance(steps, list) and steps):
+            return "normalize", f"must be a non-empty list of {', '.join(map(repr, NORMALISATIONS))}, not {steps!r}"
+        bad = [s for s in steps if not isinstance(s, str) or s not in NORMALISATIONS]
+        if bad:
+            return "normalize", f"unknown normalisation {bad[0]!r} (use {', '.join(map(repr, NORMALISATIONS))})"
+        if len(set(steps)) < len(steps):
+            return "normalize", "lists a normalisation twice"
+    return None
+
+
+def accepted(value: Any) -> list[Any]:
+    """The values a stated argument accepts (a well-formed rule, or a plain value); [] for ignore."""
+    if not is_rule(value):
+        return [value]
+    if value.get("ignore") is True:
+        return []
+    return list(value["any_of"]) if "any_of" in value else [value["equals"]]
+
+
+def ignored(value: Any) -> bool:
+    return is_rule(value) and value.get("ignore") is True
+
+
+def normalised(text: str, steps: list[str]) -> str:
+    if "space" in steps:
+        text = text.strip()
+    if "case" in steps:
+        text = text.casefold()
+    return text
+
+
+def same(got: Any, want: Any, steps: list[str]) -> bool:
+    """Equal, a bool never equal to a number (True == 1 in Python), strings compared after `steps`."""
+    if steps:
+        return isinstance(got, str) and isinstance(want, str) and normalised(got, steps) == normalised(want, steps)
+    return got == want and isinstance(got, bool) == isinstance(want, bool)
+
+
+def matches(value: Any, got: Any) -> bool:
+    """Whether an argument's value, as the tool receives it, satisfies the stated value or rule."""
+    if ignored(value):
+        return True
+    steps = value.get("normalize", []) if is_rule(value) else []
+    return any(same(got, want, steps) for want in accepted(value))
+
+
+def described(value: Any) -> str:
+    """A stated value or rule as a reason names it: 212, one of 212, 213, 'BRW-117' (ignoring case)."""
+    if not is_rule(value):
+        return repr(value)
+    if ignored(value):
+        return "anything"
+    values = accepted(value)
+    text = repr(values[0]) if "equals" in value else f"one of {', '.join(map(repr, values))}"
+    steps = value.get("normalize", [])
+    return text + (f" (ignoring {' and '.join(NORMALISATIONS[s] for s in steps)})" if steps else "")
