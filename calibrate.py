@@ -5,8 +5,11 @@ threshold, 'pass' when none is, and 'unstable' otherwise.
 `python calibrate.py [--project DIR]` replays the project's recordings/calibration+<judge>.json (the judge
 DOCS_JUDGE names, or the one recorded); `--live` judges what is missing or stale. Each judge has its own
 recording and report. The labelled cases are the file evals.toml names as `calibration`.
-Exit 1 when, for a metric as evaluate.py configures it, agreement with the labels is below AGREEMENT;
-rows for other configurations (default faithfulness) inform and never gate.
+Per metric the table gives the judge's verdicts against the labels (pass/fail x good/defect, unstable apart),
+agreement, Cohen's kappa and the labels' base rate (harness/agreement.py). Exit 1 when, for a metric as
+evaluate.py configures it, agreement is below 90% or kappa below 0.6, or the metric is uncalibrated: fewer than
+5 rows labelled good or 5 labelled defect. Rows for other configurations (default faithfulness) inform and
+never gate.
 """
 import sys
 
@@ -23,33 +26,30 @@ from typing import Callable, Optional
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
+from harness import agreement as agree
 from harness import console
+from harness.calibration_status import gating_metrics
 from harness.dataset import InputError, load_calibration
 from harness.entries import judge_identity, sha, verdict_deps
-from harness.judging import judged_metrics, stage_of
 from harness.live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
                                 locked_once, with_retries)
 from harness.providers import judge_name
 from harness.report import cases as cases_text
 from harness.run_files import CALIBRATION_PREFIX, file_part, write_if_changed
 from harness.shapes import verdict_problem
-from harness.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, rounded
+from harness.stages import THRESHOLD, rounded
 
 HERE = Path(__file__).parent  # the default project: the bundled tracker example
 REPEATS = 3
-AGREEMENT = 0.9
-EXPECTED = {"defect": "fail", "good": "pass"}
-
-
-def gating_metrics() -> list[str]:
-    """The metrics exactly as evaluate.py runs them for a stage that gates."""
-    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED
+AGREEMENT, KAPPA, MIN_ROWS = agree.AGREEMENT, agree.KAPPA, agree.MIN_ROWS
+EXPECTED = agree.AGREES
 
 
 def calibration_key(cases: dict, judge: str) -> dict:
+    """What the report was measured with; harness/calibration_status.py compares it with the project's."""
     from harness import providers
 
-    return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "judge": judge,
+    return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), **judge_identity(judge),
             "repeats": REPEATS, "offline": providers.is_offline(judge)}
 
 
@@ -96,32 +96,39 @@ def row(case: dict, runs: list[dict]) -> dict:
             "spread": rounded(spread(scores)), "reason": runs[0]["reason"]}
 
 
-def exact(rows: list[dict], metric: str) -> tuple[float, Optional[float]]:
-    """A metric's agreement and widest spread from its rows, unrounded: the gate and the table use these, and
-    the stored figures are rounded to 3 places for storage only."""
+def tables(rows: list[dict]) -> dict[str, dict]:
+    """Each metric's table of verdicts against labels, gating metrics without a row included (empty)."""
+    return agree.tables(((r["metric"], r["verdict"], r["label"]) for r in rows), gating_metrics())
+
+
+def exact(rows: list[dict], metric: str) -> dict:
+    """A metric's figures from its rows, unrounded (agreement.summary, and its widest spread): the gate and the
+    table use these, and the stored figures are rounded to 3 places for storage only."""
     mine = [r for r in rows if r["metric"] == metric]
     spreads = [s for s in (spread(r["scores"]) for r in mine) if s is not None]
-    return sum(r["agrees"] for r in mine) / len(mine), max(spreads) if spreads else None
+    table = agree.counts((r["verdict"], r["label"]) for r in mine)
+    return {**agree.summary(table, metric in gating_metrics()), "max_spread": max(spreads) if spreads else None}
 
 
 def per_metric(rows: list[dict]) -> dict:
-    """Defects caught, good answers passed, agreement with the labels and the widest spread, per metric."""
-    gating, summary = gating_metrics(), {}
-    for metric in dict.fromkeys(r["metric"] for r in rows):
-        mine = [r for r in rows if r["metric"] == metric]
-        defects = [r for r in mine if r["label"] == "defect"]
-        good = [r for r in mine if r["label"] == "good"]
-        agreement, widest = exact(rows, metric)
-        summary[metric] = {"defects_caught": f"{sum(r['agrees'] for r in defects)}/{len(defects)}",
-                           "good_passed": f"{sum(r['agrees'] for r in good)}/{len(good)}",
-                           "agreement": round(agreement, 3), "max_spread": rounded(widest),
-                           "gates": metric in gating}
+    """Per metric: defects caught, good answers passed, the table of verdicts against labels, agreement, kappa,
+    base rate, the widest spread, whether it gates, and whether it has the rows to be calibrated."""
+    summary = {}
+    for metric, table in tables(rows).items():
+        s = exact(rows, metric)
+        caught, passed = table["fail"]["defect"], table["pass"]["good"]
+        summary[metric] = {"defects_caught": f"{caught}/{agree.labelled(table, 'defect')}",
+                           "good_passed": f"{passed}/{agree.labelled(table, 'good')}", "table": table,
+                           **{k: None if s[k] is None else round(s[k], 3) for k in ("agreement", "kappa", "base_rate")},
+                           "max_spread": rounded(s["max_spread"]), "gates": s["gates"], "calibrated": s["calibrated"],
+                           "needs": s["needs"], "fails": s["fails"]}
     return summary
 
 
 def gate_failures(rows: list[dict], metrics: dict) -> list[str]:
-    """The gating metrics whose exact agreement is below AGREEMENT (0.8996 fails, though it rounds to 0.9)."""
-    return [m for m, s in metrics.items() if s["gates"] and exact(rows, m)[0] < AGREEMENT]
+    """The gating metrics that fail: agreement below AGREEMENT or kappa below KAPPA, compared exactly (0.8996
+    fails, though it rounds to 0.9), or uncalibrated (fewer than MIN_ROWS good or defect rows)."""
+    return [m for m, s in metrics.items() if s["gates"] and exact(rows, m)["fails"]]
 
 
 def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None) -> dict:
@@ -141,8 +148,8 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
     metrics = per_metric(rows)
     failing = gate_failures(rows, metrics)
     return {"key": calibration_key(cases, tape.key["judge"]), "threshold": THRESHOLD, "repeats": REPEATS,
-            "agreement_needed": AGREEMENT, "rows": rows, "metrics": metrics, "gate_failed": failing,
-            "errors": sum(r["verdict"] == "error" for r in rows)}
+            "agreement_needed": AGREEMENT, "kappa_needed": KAPPA, "rows_needed": MIN_ROWS, "rows": rows,
+            "metrics": metrics, "gate_failed": failing, "errors": sum(r["verdict"] == "error" for r in rows)}
 
 
 def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress) -> None:
@@ -166,37 +173,54 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
 
 
 def table(result: dict) -> str:
-    lines = [f"{'case':<26}{'metric':<21}{'label':<8}{'scores':<20}judge"]
+    width = max([26] + [len(r["id"]) + 2 for r in result["rows"]])
+    lines = [f"{'case':<{width}}{'metric':<21}{'label':<8}{'scores':<20}judge"]
     for r in result["rows"]:
         scores = "[" + ", ".join("-" if s is None else f"{round(s, 2)}" for s in r["scores"]) + "]"
         mark = "" if r["agrees"] else "   <- disagrees"
-        lines.append(f"{r['id']:<26}{r['metric']:<21}{r['label']:<8}{scores:<20}{r['verdict']}{mark}")
-    lines.append(f"\n{'metric':<21}{'defects caught':<16}{'good passed':<13}{'agreement':<11}{'spread':<8}")
-    for metric, s in result["metrics"].items():
-        role = ("gates" + (": BELOW " + f"{result['agreement_needed']:.0%}" if metric in result["gate_failed"]
-                           else "")) if s["gates"] else "informs"
-        agreement, widest = exact(result["rows"], metric)
-        shown_spread = "-" if widest is None else f"{widest:.2f}"
-        lines.append(f"{metric:<21}{s['defects_caught']:<16}{s['good_passed']:<13}{agreement:<11.0%}"
-                     f"{shown_spread:<8}{role}")
+        lines.append(f"{r['id']:<{width}}{r['metric']:<21}{r['label']:<8}{scores:<20}{r['verdict']}{mark}")
+    lines.append(f"\n{'':<21}{'judge pass':<12}{'judge fail':<12}")
+    lines.append(f"{'metric':<21}{'good':<5}{'defect':<7}{'good':<5}{'defect':<7}{'unstable':<10}{'agreement':<11}"
+                 f"{'κ':<7}{'base rate':<11}{'spread':<8}{'role':<14}rows")
+    for metric in result["metrics"]:
+        s = exact(result["rows"], metric)
+        t = s["table"]
+        apart = t["unstable"]["good"] + t["unstable"]["defect"]
+        errored = t["error"]["good"] + t["error"]["defect"]
+        role = ("gates: FAILS" if s["fails"] else "gates") if s["gates"] else "informs"
+        rows = "calibrated" if s["calibrated"] else f"uncalibrated ({agree.lacking(t)})"
+        figures = [f"{s['agreement']:.0%}" if s["agreement"] is not None else "-",
+                   f"{s['kappa']:.2f}" if s["kappa"] is not None else "-",
+                   f"{s['base_rate']:.0%}" if s["base_rate"] is not None else "-",
+                   f"{s['max_spread']:.2f}" if s["max_spread"] is not None else "-"]
+        lines.append(f"{metric:<21}{t['pass']['good']:<5}{t['pass']['defect']:<7}{t['fail']['good']:<5}"
+                     f"{t['fail']['defect']:<7}{str(apart) + (f'+{errored} err' if errored else ''):<10}"
+                     f"{figures[0]:<11}{figures[1]:<7}{figures[2]:<11}{figures[3]:<8}{role:<14}{rows}")
     disagreements = [r for r in result["rows"] if not r["agrees"]]
     if disagreements:
         lines.append("")
     for r in disagreements:
         lines.append(f"DISAGREE {r['id']} ({r['label']}: {r['note']}) judged {r['verdict']}: {r['reason']}")
-    verdict_line = (f"judge {result['key']['judge']} FAILS calibration: agreement below "
-                    f"{result['agreement_needed']:.0%} on {', '.join(result['gate_failed'])}"
-                    if result["gate_failed"] else
-                    f"judge {result['key']['judge']} agrees with the labels on every gating metric")
-    lines.append(f"\n{verdict_line} (threshold {result['threshold']}, {result['repeats']} scores each).")
+    judge, most = result["key"]["judge"], result.get("rows_needed", MIN_ROWS)
+    needed = (f"agreement >= {result['agreement_needed']:.0%}, κ >= {result.get('kappa_needed', KAPPA)}, "
+              f">= {most} good and >= {most} defect rows; threshold {result['threshold']}, "
+              f"{result['repeats']} scores each")
+    if result["gate_failed"]:
+        failing = result["gate_failed"]
+        lines.append(f"\njudge {judge} FAILS calibration on {len(failing)} gating metric{'s' * (len(failing) != 1)} "
+                     f"(each needs {needed}):")
+        lines += [f"  FAIL {m}: {', '.join(exact(result['rows'], m)['fails'])}" for m in failing]
+    else:
+        lines.append(f"\njudge {judge} is calibrated: every gating metric has {needed}.")
     return "\n".join(lines)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
                                      epilog="The judge is DOCS_JUDGE (rules for models as in evaluate.py --help). "
-                                            "Exit codes: 0 the judge agrees, 1 agreement below "
-                                            f"{AGREEMENT:.0%} on a gating metric, 2 bad input or stale recording, "
+                                            "Exit codes: 0 the judge is calibrated, 1 on a gating metric "
+                                            f"agreement below {AGREEMENT:.0%}, kappa below {KAPPA} or fewer than "
+                                            f"{MIN_ROWS} good or defect rows, 2 bad input or stale recording, "
                                             "3 incomplete, 130 interrupted, 143 terminated (SIGTERM); an interrupted "
                                             "run keeps every score it paid for.")
     parser.add_argument("--project", metavar="DIR", help="the project folder, with its evals.toml (default: this "

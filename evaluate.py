@@ -183,7 +183,10 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
             rows[-1]["also_spent"] = added(*earlier, *map(spent, again))
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
-    return of_split({"key": recording_key(inputs), "rows": rows}, split)
+    from harness.calibration_status import status
+
+    return of_split({"key": recording_key(inputs), "rows": rows,
+                     "calibration": status(inputs.project.folder, inputs.judge)}, split)
 
 
 def of_split(report: dict, split: str) -> dict:
@@ -191,7 +194,8 @@ def of_split(report: dict, split: str) -> dict:
     rows, k = [r for r in report["rows"] if split == "all" or r["split"] == split], report["key"]["k"]
     hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
     return {"key": report["key"], "k": k, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
-            "summary": {**summarize(rows, k), "ladder": ladder.summarize(rows, k, report["key"].get("rank"))}}
+            "summary": {**summarize(rows, k), "ladder": ladder.summarize(rows, k, report["key"].get("rank"))},
+            **({"calibration": report["calibration"]} if "calibration" in report else {})}
 
 
 # ---- the command line ------------------------------------------------------------------------------------

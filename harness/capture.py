@@ -60,13 +60,35 @@ def recorder():
     return Recorder()
 
 
-def run(agent, question: str, history: Optional[list] = None) -> dict:
-    """Run one question through any agent of the contract and keep its whole trajectory."""
+def messages_of(history: list[dict]) -> list:
+    """A case's earlier turns as LangChain messages: a user turn, an assistant turn (its tool calls first,
+    each answered by its recorded output, then its reply)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    messages = []
+    for t, turn in enumerate(history):
+        if turn["role"] == "user":
+            messages.append(HumanMessage(content=turn["content"]))
+            continue
+        calls = [{"name": c["name"], "args": c.get("args", {}), "id": f"history_{t}_{i}", "type": "tool_call"}
+                 for i, c in enumerate(turn.get("tool_calls", []))]
+        if calls:
+            messages.append(AIMessage(content="", tool_calls=calls))
+            messages += [ToolMessage(content=c.get("output", ""), tool_call_id=call["id"], name=c["name"])
+                         for c, call in zip(turn["tool_calls"], calls)]
+        messages.append(AIMessage(content=turn["content"]))
+    return messages
+
+
+def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
+    """Run one question through any agent of the contract and keep its whole trajectory; `history` is the
+    case's earlier turns (a follow-up), which the agent receives before the question. The trace is of the
+    last turn alone."""
     from langchain_core.documents import Document
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
     handler = recorder()
-    asked = [*(history or []), HumanMessage(content=question)]
+    asked = [*messages_of(history or []), HumanMessage(content=question)]
     result = agent.invoke({"messages": asked}, config={"callbacks": [handler]})
     messages = result.get("messages") if isinstance(result, dict) else None
     if not isinstance(messages, list):

@@ -164,6 +164,17 @@ def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict
         if unknown:
             raise InputError(f"{at}.expected_tools: the agent has no tool {unknown[0]!r} (its tools: "
                              f"{', '.join(tools) or 'none'})")
+        history = case.get("history") or []
+        if history and history[-1]["role"] != "assistant":
+            raise InputError(f"{at}.history: the last turn must be the assistant's: the question is the user's "
+                             "next turn")
+        for t, turn in enumerate(history):
+            if turn["role"] == "user" and turn.get("tool_calls"):
+                raise InputError(f"{at}.history[{t}].tool_calls: only an assistant turn calls tools")
+            for c, call in enumerate(turn.get("tool_calls", [])):
+                if call["name"] not in tools:
+                    raise InputError(f"{at}.history[{t}].tool_calls[{c}].name: the agent has no tool "
+                                     f"{call['name']!r} (its tools: {', '.join(tools) or 'none'})")
         if case["reference"].strip() == REFERENCE_PLACEHOLDER:
             raise InputError(f"{at}.reference: still the placeholder `assistant.py --as-case` drafted: write the "
                              "right answer")

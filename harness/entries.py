@@ -72,6 +72,8 @@ class Inputs:
 
         def deps(trace: dict) -> dict:
             found = {"question": sha(case["question"]), **self.common}
+            if case.get("history"):
+                found["history"] = sha(case["history"])
             if any(c["name"] in retrievers for c in trace["tool_calls"]):
                 found.update(self.searched if pages is None else {"given pages": sha(pages)})
             for call in trace["tool_calls"]:
@@ -95,9 +97,17 @@ class Inputs:
         return lambda value: deps
 
 
+def judge_input(case: dict) -> str:
+    """What a judge reads as the input: the question, or for a follow-up the conversation that leads to it."""
+    if not case.get("history"):
+        return case["question"]
+    turns = [f"{'User' if t['role'] == 'user' else 'Assistant'}: {t['content']}" for t in case["history"]]
+    return "\n".join([*turns, f"User: {case['question']}"])
+
+
 def field_hashes(case: dict, trace: dict, context: list[str]) -> dict[str, str]:
     """The hash of each field a judge metric may read (judging.READS)."""
-    return {"question": sha(case["question"]), "answer": sha(trace["answer"]), "context": sha(context),
+    return {"question": sha(judge_input(case)), "answer": sha(trace["answer"]), "context": sha(context),
             "reference": sha(case["reference"])}
 
 
@@ -155,7 +165,7 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     context = view["context"]
     hashes = field_hashes(case, trace, context)
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(
-        case["question"], trace["tool_calls"], case["expected_tools"], judge))}
+        judge_input(case), trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []
     if case.get("expected_behavior") == "abstain" and view["searched"]:
         behaviour.append("abstained")
@@ -164,5 +174,5 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context, hashes),
-            Measure(metric, case["question"], trace["answer"], case["reference"], context))
+            Measure(metric, judge_input(case), trace["answer"], case["reference"], context))
     return needed

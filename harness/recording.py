@@ -23,11 +23,11 @@ class Quiet:
         pass
 
 
-def run_agent(agent, question: str) -> dict:
-    """One agent run's trace, with its time."""
+def run_agent(agent, question: str, history: Optional[list[dict]] = None) -> dict:
+    """One agent run's trace, with its time; a case with `history` is its last turn after those."""
     from harness.capture import run
 
-    trace, took = timed(lambda: run(agent, question))
+    trace, took = timed(lambda: run(agent, question, history) if history else run(agent, question))
     return {**trace, "agent_s": took}
 
 
@@ -97,7 +97,8 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
             deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: counterfactual_agent(case)
         else:
             deps, build = inputs.agent_deps(case), agent
-        trace, error = record(agent_entry(case, variant), deps, lambda: run_agent(build(), case["question"]))
+        trace, error = record(agent_entry(case, variant), deps,
+                              lambda: run_agent(build(), case["question"], case.get("history")))
         if trace is None:
             return finish(case, error)  # a failed counterfactual run is the case's error, as any failed call
         try:

@@ -127,4 +127,20 @@ def markdown(report: dict) -> str:
     lines.append(f"\n{agent}model {text(key['model'])}, embedder {text(key['embedder'])}, judge {text(key['judge'])}"
                  f"{' (the offline backends)' if key.get('offline') else ''}; cases {text(key['cases'])}, "
                  f"split {text(report.get('split', 'all'))}.")
+    lines += calibration_lines(report.get("calibration"))
     return "\n".join(lines)
+
+
+def calibration_lines(found: Optional[dict]) -> list[str]:
+    """Whether the run's judge is calibrated (harness/calibration_status.py), in plain words, with each gating
+    metric's agreement and kappa."""
+    if not found:
+        return []
+    figures = "; ".join(f"{metric} {fmt_share(m['agreement'])}, kappa {fmt(m['kappa'])}"
+                        for metric, m in (found.get("metrics") or {}).items())
+    return [f"\n{text(found['why'])}" + (f" ({figures})." if figures else ".")]
+
+
+def fmt_share(x: Optional[float]) -> str:
+    return "-" if x is None else f"{x:.0%}"
+

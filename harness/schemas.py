@@ -26,6 +26,20 @@ SPLITS = ("dev", "holdout")
 TOOLS_MATCH = ("multiset", "ordered", "exact", "subset", "superset")  # harness.matching.MODES
 
 
+class HistoryCall(Strict):
+    """A tool call an assistant turn of the history made, with what the tool returned then."""
+    name: str = NonEmpty
+    args: dict[str, Any] = Field(default_factory=dict)
+    output: str = ""
+
+
+class Turn(Strict):
+    """An earlier turn of the conversation a follow-up question belongs to."""
+    role: Literal["user", "assistant"]
+    content: str = NonEmpty
+    tool_calls: list[HistoryCall] = Field(default_factory=list)
+
+
 class Case(Strict):
     id: Id = NonEmpty
     question: str = NonEmpty
@@ -46,6 +60,8 @@ class Case(Strict):
     # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
     must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
     reference: str = NonEmpty
+    # The earlier turns the agent receives before `question`: every stage scores the last turn.
+    history: list[Turn] = Field(default_factory=list)
 
 
 class CaseSet(Strict):

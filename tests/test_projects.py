@@ -153,12 +153,16 @@ def test_the_example_passes_its_baseline_and_compares_with_itself(example, capsy
     assert "fixed by B (0)" in out and "broken by B (0)" in out
 
 
-def test_calibrate_runs_on_the_examples_own_labels(example, monkeypatch, capsys):
-    assert calibrate.main(["--project", str(example), "--live", "--rerecord", "--quiet"]) == 0
+def test_calibrate_runs_on_the_examples_own_labels_and_finds_them_too_few(example, monkeypatch, capsys):
+    # the example labels 3 rows: every gating metric lacks 5 good and 5 defect rows, so the gate fails by name
+    assert calibrate.main(["--project", str(example), "--live", "--rerecord", "--quiet"]) == 1
     for name in OFFLINE:
         monkeypatch.delenv(name)
-    assert calibrate.main(["--project", str(example)]) == 0
-    assert "invented-voltage" in capsys.readouterr().out
+    assert calibrate.main(["--project", str(example)]) == 1
+    out = capsys.readouterr().out
+    assert "invented-voltage" in out
+    assert "  FAIL answer_relevancy: uncalibrated (needs 4 more good / 5 more defect rows)" in out.splitlines()
+    assert "  FAIL abstained: uncalibrated (needs 5 more good / 5 more defect rows)" in out.splitlines()
 
 
 def test_calibrate_without_calibration_cases_says_which_key_to_set(example, capsys):

@@ -1,0 +1,82 @@
+"""Is a judge calibrated for a project? Read from the calibration report calibrate.py wrote for it
+(runs/calibration+<judge>.json), checked against the project's labelled cases and the judge as it is now.
+
+`status(folder, judge)` never raises for a missing, stale or broken report: it says why the judge is not
+calibrated. The figures are recomputed from the report's rows (harness/agreement.py), so the gate is the one
+calibrate.py applies today, not the one that wrote the file.
+"""
+from pathlib import Path
+
+from cassette import RecordingError, read_json, shown
+from harness import agreement as agree
+from harness.judging import judged_metrics, stage_of
+from harness.run_files import CALIBRATION_PREFIX, file_part
+from harness.stages import BEHAVIOUR_JUDGED, STAGES
+
+NOT_RECORDED = "judge not calibrated: no calibration recording for it"
+
+
+def gating_metrics() -> list[str]:
+    """The metrics exactly as evaluate.py runs them for a stage that gates."""
+    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED
+
+
+def report_path(folder: Path, judge: str) -> Path:
+    return Path(folder) / "runs" / f"{CALIBRATION_PREFIX}{file_part(judge)}.json"
+
+
+def status(folder: Path, judge: str) -> dict:
+    """{"calibrated": bool, "metrics": {metric: {"agreement", "kappa", "calibrated"}}, "why": "..."} for each
+    gating metric, a metric's "calibrated" true only when it passes the whole gate (enough rows of each label,
+    agreement and kappa); or {"calibrated": False, "why": ...} alone when there is no usable report."""
+    path = report_path(folder, judge)
+    if not path.is_file():
+        return {"calibrated": False, "why": NOT_RECORDED}
+    try:
+        report = read_json(path)
+        stale = staleness(Path(folder), judge, report)
+        rows = report["rows"]
+        pairs = [(r["metric"], r["verdict"], r["label"]) for r in rows]
+        tables = agree.tables(pairs, gating_metrics())
+    except (RecordingError, KeyError, TypeError, ValueError, AttributeError) as e:
+        reason = str(e) if isinstance(e, RecordingError) else f"{shown(path)}: not a calibration report"
+        return {"calibrated": False, "why": f"judge not calibrated: {reason}"}
+    if stale:
+        return {"calibrated": False, "why": f"judge not calibrated: {stale}; run calibrate.py --live"}
+    metrics, failing = {}, []
+    for metric in gating_metrics():
+        reasons = agree.failures(tables[metric])
+        metrics[metric] = {"agreement": agree.agreement(tables[metric]), "kappa": agree.kappa(tables[metric]),
+                           "calibrated": not reasons}
+        if reasons:
+            failing.append(f"{metric}: {', '.join(reasons)}")
+    errored = sum(v == "error" for _, v, _ in pairs)
+    if errored:
+        failing.insert(0, f"{errored} calibration case{'s' if errored != 1 else ''} errored")
+    if failing:
+        return {"calibrated": False, "metrics": metrics, "why": f"judge not calibrated: {'; '.join(failing)}"}
+    return {"calibrated": True, "metrics": metrics,
+            "why": f"judge calibrated: on every gating metric agreement >= {agree.AGREEMENT:.0%}, "
+                   f"kappa >= {agree.KAPPA} and at least {agree.MIN_ROWS} good and {agree.MIN_ROWS} defect rows"}
+
+
+def staleness(folder: Path, judge: str, report: dict) -> str:
+    """Why the report no longer describes this judge on this project's labels; '' when it still does."""
+    from harness import project as projects
+    from harness.dataset import InputError, read
+    from harness.entries import judge_identity, sha
+
+    key = report["key"]
+    identity = judge_identity(judge)
+    if any(key.get(field) != value for field, value in identity.items()):
+        return "its calibration report was made with another judge or another version of its code"
+    try:
+        project = projects.load(folder)
+        if project.calibration is None:
+            return "the project names no calibration cases (evals.toml: calibration)"
+        cases = read(project.path(project.calibration), project.calibration)
+    except InputError as e:
+        return str(e)
+    if sha(cases) != key.get("cases_sha"):
+        return f"{project.calibration} changed since its calibration report was written"
+    return ""
