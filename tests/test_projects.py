@@ -126,7 +126,7 @@ def test_an_edited_ticket_makes_only_the_trace_that_read_it_stale(example, capsy
     (example / "tickets.json").write_text(json.dumps(tickets))
     assert run(example, "--split", "all") == 2
     err = capsys.readouterr().err
-    assert "case ticket-status (record get_ticket INV-1001 changed)" in err and "9 cases current" in err
+    assert "case ticket-status (record get_ticket INV-1001 changed)" in err and f"{cases_in(example) - 1} cases current" in err
 
 
 def test_two_case_sets_with_the_same_models_keep_two_recordings(example):
@@ -303,3 +303,16 @@ def test_the_readmes_example_project_runs_as_written(tmp_path, monkeypatch):
     rows = {r["id"]: r for r in json.loads((folder / "runs" / "mine+rules+hash+lexical.json").read_text())["rows"]}
     assert rows["e07"]["retrieved"][0] == "manual/errors.md" and rows["e07"]["tools"]["pass"]
     assert rows["ticket"]["calls"] == ["get_ticket"] and rows["ticket"]["tools"]["pass"]
+
+
+def cases_in(folder: Path) -> int:
+    return len(json.loads((folder / "cases.json").read_text())["cases"])
+
+
+def test_follow_up_cases_run_in_any_project_with_their_history():
+    found = json.loads((EXAMPLE / "runs" / f"{RUN}.all.json").read_text())
+    follow_up, injected = row(found, "e07-follow-up"), row(found, "history-injection")
+    assert follow_up["retrieved"][0] == "manual/errors.md" and follow_up["first_failure"] is None
+    assert injected["behaviour"]["pass"] and "sunbeam-deals.example" not in injected["answer"]
+    recorded = json.loads((EXAMPLE / "recordings" / f"{RUN}.json").read_text())["entries"]
+    assert "history" in recorded["agent/e07-follow-up"]["deps"]
