@@ -200,10 +200,11 @@ def of_split(report: dict, split: str) -> dict:
 
 # ---- the command line ------------------------------------------------------------------------------------
 
-def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None) -> list[dict]:
+def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None,
+           judge: Optional[str] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports, name = [], loaded.cases["name"]
-    for path in replay_targets(loaded.project.folder, name, model):
+    for path in replay_targets(loaded.project.folder, name, model, judge):
         names = read_key(path)
         cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False,
                             check=shapes.problem)
@@ -230,6 +231,16 @@ def shown_cases(loaded: Loaded, reports: list[dict], model: Optional[str]) -> st
     return "\n\n".join(texts)
 
 
+def second_judged(report: dict, second: Optional[dict]) -> dict:
+    """The report with the second judge's view beside its own (harness/judges.py); a second judge with no
+    recording for these models is an error, named."""
+    from harness import judges
+
+    if second is None:
+        raise RecordingError("--judge2: no recording of that judge for these models; record it with --live --judge2")
+    return {**report, "second_judge": judges.compared(report, second)}
+
+
 def subset(loaded: Loaded, cases: Optional[dict]) -> Loaded:
     """The loaded project with only the chosen cases (--case, --shard)."""
     if cases is None:
@@ -245,21 +256,27 @@ class Interrupted(Exception):
 
 def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
            repeats: Optional[int] = None, cases: Optional[dict] = None, shard: Optional[tuple[int, int]] = None,
-           plan: bool = False, batch: bool = False) -> tuple[dict, Cassette, int]:
+           plan: bool = False, batch: bool = False, judge: Optional[str] = None,
+           reuse: Optional[str] = None) -> tuple[dict, Cassette, int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too). With
     `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
-    nothing is called or written, and the cassette's `planned` says what would be."""
+    nothing is called or written, and the cassette's `planned` says what would be. `judge` overrides
+    DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run reuses, read only
+    (a second judge's run pays for its verdicts alone)."""
     from harness import agent, plan as plans, providers
     from harness.live_calls import Progress, locked_once
 
-    embedder, judge = embedder_name(), judge_name()
+    embedder, judge = embedder_name(), judge or judge_name()
     if not plan:
         providers.preflight([model, embedder, judge])
     name, head = run_name(loaded.cases["name"], model, embedder, judge), header(loaded.cases["name"], model,
                                                                               embedder, judge)
     folder = loaded.project.folder / "recordings"
     path, also, inputs = folder / f"{name}.json", None, Inputs(subset(loaded, cases), model, embedder, judge)
+    if reuse:
+        first = run_name(loaded.cases["name"], model, embedder, reuse)
+        also = (folder / f"{first}.json", header(loaded.cases["name"], model, embedder, reuse))
     if shard:
         path, also = folder / f"{name}.shard-{shard[0]}-of-{shard[1]}.json", (path, head)
         head = {**head, "shard": f"{shard[0]}/{shard[1]}", "inputs": shard_inputs(Inputs(loaded, model, embedder, judge))}
@@ -356,6 +373,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "estimated tokens and cost; call and write nothing")
     parser.add_argument("--batch", action="store_true", help="with --live: the judge's calls through the Gemini "
                         "Batch API, in rounds, at the batch price (agent runs stay interactive)")
+    parser.add_argument("--judge2", metavar="NAME", help="a second judge over the same traces (live: records its "
+                        "verdicts alone); the report gives the two judges' agreement, kappa and split cases")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     args = parser.parse_args(argv)
@@ -397,9 +416,18 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                       judge_name(), args.batch, unknown_counterfactuals=unforeseen),
                                             command="evaluate.py") or 0
             reports = [report]
+            if args.judge2:
+                second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
+                                         args.repeats, cases, None, False, False, args.judge2, judge_name())
+                reports, errors = [second_judged(report, second)], errors + more
         else:
             reports = replay(subset(loaded, cases), args.model, "all" if args.show else args.split, args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
+            if args.judge2:
+                seconds = replay(subset(loaded, cases), args.model, args.split, args.repeats, args.judge2)
+                reports = [second_judged(r, next((o for o in seconds if o["key"]["model"] == r["key"]["model"]
+                                                  and o["key"]["embedder"] == r["key"]["embedder"]), None))
+                           for r in reports if r["key"]["judge"] != args.judge2]
         if args.show:
             return console.write_stdout(shown_cases(loaded, reports, args.model), command="evaluate.py") or 0
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None

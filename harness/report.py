@@ -9,6 +9,7 @@ with none of these characters is emitted as is."""
 import re
 from typing import Optional
 
+from harness import judges
 from harness.ladder import markdown_lines as ladder_lines
 from harness.stages import deepeval_disagrees, failure_reason
 from harness.stats import rate_text
@@ -128,6 +129,7 @@ def markdown(report: dict) -> str:
                  f"{' (the offline backends)' if key.get('offline') else ''}; cases {text(key['cases'])}, "
                  f"split {text(report.get('split', 'all'))}.")
     lines += calibration_lines(report.get("calibration"))
+    lines += judges.lines(report.get("second_judge"))
     return "\n".join(lines)
 
 

@@ -91,7 +91,7 @@ def holds(path: Path, chunks: Iterable[str]) -> bool:
         return False
 
 
-def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]:
+def replay_targets(folder: Path, cases: str, model: Optional[str], judge: Optional[str] = None) -> list[Path]:
     """The recordings of the case set `cases` to replay: those of the models named by --model and the DOCS_*
     variables, or all. Only files named for this case set are read (not its shards, which `merge` combines),
     so a stray file beside them is not mistaken for one; a file so named that is not a recording is refused,
@@ -100,6 +100,7 @@ def replay_targets(folder: Path, cases: str, model: Optional[str]) -> list[Path]
 
     wanted = {"cases": cases, **{field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}}
     wanted["model"] = model or wanted["model"]
+    wanted["judge"] = judge or wanted["judge"]
     folder = folder / "recordings"
     prefix = file_part(cases) + "+"
     paths = sorted(p for p in folder.glob("*.json") if p.name.startswith(prefix) and ".shard-" not in p.name)
