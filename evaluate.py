@@ -42,8 +42,9 @@ EPILOG = f"""models, named by environment variables:
   DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
   DOCS_EMBEDDER  the embedder (default {DEFAULT_EMBEDDER})
   DOCS_JUDGE     the judge (default {DEFAULT_JUDGE})
-  rules, hash and lexical are the offline backends; a gemini name needs
-  GOOGLE_API_KEY; any other name is an Ollama model (OLLAMA_HOST)
+  rules, hash and lexical are the offline backends, e5-small a real
+  embedder run locally; a gemini name needs GOOGLE_API_KEY; any other
+  name is an Ollama model (OLLAMA_HOST)
 
 exit codes:
   0    done

@@ -491,10 +491,10 @@ def test_the_default_replay_prints_a_table_per_category(here, capsys):
 def test_split_all_reports_every_case(here, capsys):
     assert evaluate_main("--split", "all") == 0
     out = capsys.readouterr().out
-    assert case_table(out) == case_ids("all") and len(case_ids("all")) == 34
+    assert case_table(out) == case_ids("all") and len(case_ids("all")) == 36
     assert "held out and not shown" not in out
     report = json.loads((here / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
-    assert report["split"] == "all" and report["held_out"] == 0 and len(report["rows"]) == 34
+    assert report["split"] == "all" and report["held_out"] == 0 and len(report["rows"]) == 36
 
 
 def test_split_holdout_reports_only_the_held_out_cases(here, capsys):
@@ -585,7 +585,7 @@ class Paid:
         from harness import capture
         self.agent, self.judged, self.tools = [], [], []
         real_run, real_measure, real_tools = capture.run, judging.measure, judging.tool_scores
-        monkeypatch.setattr(capture, "run", lambda agent, q: self.agent.append(q) or real_run(agent, q))
+        monkeypatch.setattr(capture, "run", lambda agent, q, *history: self.agent.append(q) or real_run(agent, q, *history))
         monkeypatch.setattr(judging, "measure", lambda m, *a: self.judged.append((m, a[1])) or real_measure(m, *a))
         monkeypatch.setattr(judging, "tool_scores", lambda q, *a: self.tools.append(q) or real_tools(q, *a))
 

@@ -23,7 +23,7 @@ import sys, time, evaluate
 from harness import capture, judging
 calls = {"agent": [], "judge": 0}
 run, measure = capture.run, judging.measure
-capture.run = lambda agent, q: calls["agent"].append(q) or run(agent, q)
+capture.run = lambda agent, q, *history: calls["agent"].append(q) or run(agent, q, *history)
 judging.measure = lambda *a: calls.__setitem__("judge", calls["judge"] + 1) or measure(*a)
 start = time.perf_counter()
 code = evaluate.main(["--project", sys.argv[1], "--live", "--quiet"])

@@ -71,8 +71,10 @@ def select(reports: list[dict], saved: Optional[dict]) -> dict:
         if chosen:
             return chosen[0]
         raise BaselineError(f"no run of model {names['model']}, embedder {names['embedder']} and judge "
-                            f"{names['judge']} to check against the baseline; replay it with --model")
-    raise BaselineError("several runs were replayed; name the one for the baseline with --model")
+                            f"{names['judge']} to check against the baseline; replay it with --model and DOCS_EMBEDDER, "
+                            "DOCS_JUDGE")
+    raise BaselineError("several runs were replayed; name the one for the baseline with --model, DOCS_EMBEDDER "
+                        "or DOCS_JUDGE")
 
 
 def rate_of(stage: dict) -> Optional[float]:

@@ -356,12 +356,12 @@ def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_n
 
     real_run, runs = capture.run, []
 
-    def run(agent, question, stop_at=None):
+    def run(agent, question, *history, stop_at=None):
         if stop_at is not None and len(runs) == stop_at:
             raise KeyboardInterrupt
         runs.append(question)
-        return real_run(agent, question)
-    monkeypatch.setattr(capture, "run", lambda agent, question: run(agent, question, stop_at=3))
+        return real_run(agent, question, *history)
+    monkeypatch.setattr(capture, "run", lambda agent, question, *history: run(agent, question, *history, stop_at=3))
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     assert (live_project / JOURNAL).is_file()
     capsys.readouterr()

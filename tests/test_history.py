@@ -17,7 +17,7 @@ HISTORY = [{"role": "user", "content": "How do I archive a finished task?"},
            {"role": "assistant", "content": "Run tracker archive ID.",
             "tool_calls": [{"name": "search_docs", "args": {"query": "archive a task"},
                             "output": "[{\"id\": \"archive\", \"text\": \"tracker archive ID moves a task.\"}]"}]}]
-FOLLOW_UP = {"id": "undo-archive", "question": "And how do I undo that?", "history": HISTORY,
+FOLLOW_UP = {"id": "follow-up", "question": "And how do I undo that?", "history": HISTORY,
              "expected_tools": ["search_docs"], "expected_docs": ["archive"],
              "reference": "Run tracker restore ID to bring an archived task back."}
 
@@ -74,15 +74,15 @@ def test_the_history_is_part_of_the_traces_key(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(project)
     for name, value in {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}.items():
         monkeypatch.setenv(name, value)
-    assert evaluate.main(["--project", str(project), "--live", "--quiet", "--case", "undo-archive"]) == 0
+    assert evaluate.main(["--project", str(project), "--live", "--quiet", "--case", "follow-up"]) == 0
     entries = json.loads((project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
-    assert "history" in entries["agent/undo-archive"]["deps"]
+    assert "history" in entries["agent/follow-up"]["deps"]
     data = json.loads((project / "cases.json").read_text())
     data["cases"][-1]["history"][0]["content"] = "How do I archive a task?"
     (project / "cases.json").write_text(json.dumps(data))
     capsys.readouterr()
-    assert evaluate.main(["--project", str(project), "--case", "undo-archive"]) == 2
-    assert "case undo-archive (history changed" in capsys.readouterr().err
+    assert evaluate.main(["--project", str(project), "--case", "follow-up"]) == 2
+    assert "case follow-up (history changed" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("history, message", [
@@ -95,7 +95,7 @@ def test_the_history_is_part_of_the_traces_key(tmp_path, monkeypatch, capsys):
 ])
 def test_a_history_that_cannot_be_is_refused_naming_the_turn(tmp_path, history, message):
     project = with_case(copy_project(tmp_path), {**copy.deepcopy(FOLLOW_UP), "history": history})
-    with pytest.raises(InputError, match=r"cases\[\d+\] \(undo-archive\)\." + message.replace("[", r"\[")
+    with pytest.raises(InputError, match=r"cases\[\d+\] \(follow-up\)\." + message.replace("[", r"\[")
                        .replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
         load_project(project)
 

@@ -298,8 +298,8 @@ def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_projec
     """A stand-in model whose answers vary between runs: every second run of one question gets a guess."""
     real, seen = capture.run, {}
 
-    def varying(agent, question):
-        trace = real(agent, question)
+    def varying(agent, question, *history):
+        trace = real(agent, question, *history)
         seen[question] = seen.get(question, 0) + 1
         if question.startswith("How do I bring back a task") and seen[question] % 2 == 0:
             trace = {**trace, "answer": "Probably with tracker undo."}

@@ -176,11 +176,11 @@ def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(live_proje
     stop = {"after": 3, "runs": 0}
     real = capture.run
 
-    def interrupted(agent, question):
+    def interrupted(agent, question, *history):
         stop["runs"] += 1
         if stop["runs"] > stop["after"]:
             raise KeyboardInterrupt
-        return real(agent, question)
+        return real(agent, question, *history)
     monkeypatch.setattr(capture, "run", interrupted)
     assert evaluate.main(["--live", "--quiet", "--shard", "2/3", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     monkeypatch.setattr(capture, "run", real)

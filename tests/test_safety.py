@@ -46,10 +46,10 @@ class Agent:
     def __init__(self, monkeypatch, stop_after=None):
         self.done, self.stop_after, real = [], stop_after, REAL_RUN
 
-        def run(agent, question):
+        def run(agent, question, *history):
             if self.stop_after is not None and len(self.done) >= self.stop_after:
                 raise KeyboardInterrupt
-            trace = real(agent, question)
+            trace = real(agent, question, *history)
             self.done.append(question)
             return trace
         monkeypatch.setattr(capture, "run", run)
