@@ -39,6 +39,17 @@ def load_project(folder: Path = PROJECT):
     return load_inputs(project.load(folder))
 
 
+def refusal(folder: Path) -> str:
+    """The one-line InputError loading the project in `folder` raises (the test fails if it loads)."""
+    from harness.dataset import InputError
+
+    with pytest.raises(InputError) as caught:
+        load_project(folder)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
 def offline_inputs(folder: Path = PROJECT):
     """The project's entries.Inputs for the offline backends (rules, hash, lexical)."""
     from harness.entries import Inputs

