@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional, Union
 
 FORMAT = 2  # entries with their own dependencies; format 1 had one key for the whole file
 
@@ -60,23 +60,6 @@ def sharing(seen: dict) -> Callable[[dict], dict]:
     return hook
 
 
-def shared(entries: dict) -> None:
-    """One copy of each string the entries repeat: the values of their dependencies (hashes, names) and the
-    page ids of rankings. A large recording then takes a third less memory."""
-    seen: dict[str, str] = {}
-    for item in entries.values():
-        if not isinstance(item, dict):
-            continue
-        deps = item.get("deps")
-        if isinstance(deps, dict):
-            for field, value in deps.items():
-                if type(value) is str:
-                    deps[field] = seen.setdefault(value, value)
-        value = item.get("value")
-        if type(value) is list and value and type(value[0]) is str:
-            item["value"] = [seen.setdefault(v, v) if type(v) is str else v for v in value]
-
-
 def read_json(path: Path, error: type[Exception] = RecordingError, label: Optional[str] = None) -> Any:
     """Parse a JSON file (UTF-8, a byte-order mark allowed); a missing, unreadable, malformed or absurdly
     nested one raises `error` with one line that names the file (as `label`, or as typed) and the spot."""
@@ -99,16 +82,18 @@ def printable_stdout() -> None:
         sys.stdout.reconfigure(errors="replace")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write UTF-8 through a temp file in the same folder and rename it into place: never a torn file.
-    Any failure (unwritable folder, full disk, a signal) raises and leaves no temp file behind; once the
-    rename is done the file is written, whatever arrives after."""
+def write_atomic(path: Path, text: Union[str, Iterable[str]]) -> None:
+    """Write UTF-8 (a str, or its pieces one after another, so a large report is never held whole) through a
+    temp file in the same folder and rename it into place: never a torn file. Any failure (unwritable
+    folder, full disk, a signal) raises and leaves no temp file behind; once the rename is done the file is
+    written, whatever arrives after."""
     path, tmp = Path(path), None
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            for piece in [text] if isinstance(text, str) else text:
+                f.write(piece)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; a recording is meant to be read and committed
         os.replace(tmp, path)
         tmp = None
@@ -118,49 +103,6 @@ def write_atomic(path: Path, text: str) -> None:
         if isinstance(e, OSError):
             e.filename = str(path)  # the file asked for, not the temp file beside it
         raise
-
-
-def write_atomic_if_changed(path: Path, chunks) -> bool:
-    """Write the text `chunks` (an iterable of str) through a temp file, and rename it into place only when it
-    differs from what the file holds: a large report is never held whole, and an unchanged file is not
-    touched. Returns whether the file was replaced. Failures behave as write_atomic's."""
-    path, tmp = Path(path), None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for chunk in chunks:
-                f.write(chunk)
-        if same_file(tmp, path):
-            Path(tmp).unlink()
-            tmp = None
-            return False
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-        tmp = None
-        return True
-    except BaseException as e:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError):
-            e.filename = str(path)
-        raise
-
-
-def same_file(a, b, chunk: int = 1 << 20) -> bool:
-    """Whether two files hold the same bytes (False when either cannot be read), a chunk at a time."""
-    try:
-        if os.path.getsize(a) != os.path.getsize(b):
-            return False
-        with open(a, "rb") as fa, open(b, "rb") as fb:
-            while True:
-                block = fa.read(chunk)
-                if block != fb.read(chunk):
-                    return False
-                if not block:
-                    return True
-    except OSError:
-        return False
 
 
 ENTRY_LINE = '  "'
@@ -226,7 +168,6 @@ def read_recording(path: Path, check: Optional[Callable[[str, Any], Optional[str
         wrong = item_problem(name, item, check)
         if wrong:
             raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}].{wrong}")
-    shared(data["entries"])
     return data
 
 
@@ -287,8 +228,10 @@ class Cassette:
         self.planned: list[tuple[str, list[str]]] = []
         self.key = {"format": FORMAT, **header}
         self.journal = self.path.with_name(f".{self.path.stem}.partial.jsonl")
-        self.recorded: dict[str, dict] = {}  # the file's entries, then the journal's, by name
-        self.used: dict[str, dict] = {}  # entries current in this run: what save() writes
+        # The file's entries (each as its JSON text until looked up, when read_lines could keep it so), then
+        # the journal's, by name; and those current in this run, what save() writes.
+        self.recorded: dict[str, Any] = {}
+        self.used: dict[str, Any] = {}
         self.computed = 0
         self.on_disk: dict[str, Any] = {}  # the file's entries, each as its text until looked up
         self.from_disk: set[str] = set()  # entries this run used as the file holds them

@@ -30,6 +30,14 @@ def pytest_unconfigure(config):
     gc.freeze()
 
 
+def untimed(value):
+    """A recording, report or row without its measured times, the one thing a re-recording cannot repeat:
+    every `_s` field dropped, at any depth."""
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
+    return [untimed(v) for v in value] if isinstance(value, list) else value
+
+
 def load_project(folder: Path = PROJECT):
     """The project in `folder` (default: the bundled example) loaded as evaluate.py loads it: a
     harness.inputs.Loaded with its cases, pages, records and the agent's tools."""

@@ -232,16 +232,6 @@ def shown_cases(loaded: Loaded, reports: list[dict], model: Optional[str]) -> st
     return "\n\n".join(texts)
 
 
-def second_judged(report: dict, second: Optional[dict]) -> dict:
-    """The report with the second judge's view beside its own (harness/judges.py); a second judge with no
-    recording for these models is an error, named."""
-    from harness import judges
-
-    if second is None:
-        raise RecordingError("--judge2: no recording of that judge for these models; record it with --live --judge2")
-    return {**report, "second_judge": judges.compared(report, second)}
-
-
 def subset(loaded: Loaded, cases: Optional[dict]) -> Loaded:
     """The loaded project with only the chosen cases (--case, --shard)."""
     if cases is None:
@@ -262,10 +252,10 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too). With
     `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
-    nothing is called or written, and the cassette's `planned` says what would be. `judge` overrides
+    nothing is called or written, and the cassette's `plan` says what would be called and its cost. `judge` overrides
     DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run reuses, read only
     (a second judge's run pays for its verdicts alone)."""
-    from harness import agent, plan as plans, providers
+    from harness import agent, batch as batches, plan as plans, providers
     from harness.live_calls import Progress, locked_once
 
     embedder, judge = embedder_name(), judge or judge_name()
@@ -289,12 +279,11 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
     cassette = Cassette(path, head, live=True, rerecord=rerecord, check=shapes.problem, predict=predict, also=also)
-    cassette.measured = recorded if plan else {}  # what a plan estimates tokens from
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)
     build = agent.builder(inputs, model, embedder)
-    rounds = batch_rounds(judge, path, progress.log) if batch and not plan else None
+    rounds = batches.measurer(judge, path, progress.log) if batch and not plan else None
     try:
         try:
             every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
@@ -317,24 +306,10 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                          f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
         cassette.close()  # the recording is free for the next live run
+    if plan:  # what the dry run noted, estimated from the recording's own measured entries
+        cassette.plan = plans.text(cassette.planned, recorded, model, embedder, judge, batch,
+                                   plans.possible_counterfactuals(cassette.planned, recorded, inputs))
     return of_split(every, split), cassette, errored
-
-
-def batch_rounds(judge: str, path: Path, log: Callable[[str], None]):
-    """The batch measurer of a --batch run: jobs -> values, its rounds journaled beside the recording."""
-    import asyncio
-
-    from harness import batch
-
-    journal = batch.Journal(path.with_name(f".{path.stem}.batch.jsonl"))
-    rounds = batch.Rounds(batch.client(judge), judge, journal, log)
-    judge_model = batch.batch_judge(judge, rounds)
-
-    def measure(jobs: list) -> dict:
-        return asyncio.run(batch.measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs],
-                                             rounds))
-    measure.journal = journal
-    return measure
 
 
 def shard_inputs(inputs: Inputs) -> str:
@@ -390,6 +365,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     printable_stdout()
     from harness import baseline
     from harness import providers
+    from harness import judges
     from harness import project as projects
 
     terminated = SigtermAsInterrupt()
@@ -408,25 +384,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             report, cassette, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
                                               args.repeats, cases, shard, args.plan, args.batch)
             if args.plan:
-                from harness import plan
-
-                recorded = cassette.measured
-                unforeseen = plan.possible_counterfactuals(cassette.planned, recorded, Inputs(
-                    subset(loaded, cases), model, embedder_name(), judge_name()))
-                return console.write_stdout(plan.text(cassette.planned, recorded, model, embedder_name(),
-                                                      judge_name(), args.batch, unknown_counterfactuals=unforeseen),
-                                            command="evaluate.py") or 0
+                return console.write_stdout(cassette.plan, command="evaluate.py") or 0
             reports = [report]
             if args.judge2:
                 second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
                                          args.repeats, cases, None, False, False, args.judge2, judge_name())
-                reports, errors = [second_judged(report, second)], errors + more
+                reports, errors = [judges.beside(report, second)], errors + more
         else:
             reports = replay(subset(loaded, cases), args.model, "all" if args.show else args.split, args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
             if args.judge2:
                 seconds = replay(subset(loaded, cases), args.model, args.split, args.repeats, args.judge2)
-                reports = [second_judged(r, next((o for o in seconds if o["key"]["model"] == r["key"]["model"]
+                reports = [judges.beside(r, next((o for o in seconds if o["key"]["model"] == r["key"]["model"]
                                                   and o["key"]["embedder"] == r["key"]["embedder"]), None))
                            for r in reports if r["key"]["judge"] != args.judge2]
         if args.show:

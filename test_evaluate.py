@@ -15,8 +15,7 @@ import pytest
 
 from harness import judging
 from cassette import Cassette, RecordingError, Stale
-from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs
-from harness.entries import Inputs
+from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, untimed
 from evaluate import evaluate, header
 from harness.report import markdown
 from harness.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, \
@@ -419,15 +418,6 @@ def snapshot(folder: Path) -> dict:
     """What the commands wrote: recordings and reports (not a live run's lock file, which names its process)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes()
             for p in sorted(folder.glob("recordings/*")) + sorted(folder.glob("runs/*")) if p.suffix != ".lock"}
-
-
-def untimed(value):
-    """Measured times are the one thing a re-recording cannot repeat: drop every `_s` field."""
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
-    if isinstance(value, list):
-        return [untimed(v) for v in value]
-    return value
 
 
 def comparable(folder: Path) -> dict:

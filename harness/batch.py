@@ -19,7 +19,6 @@ import contextvars
 import hashlib
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -245,7 +244,7 @@ async def measure_all(jobs: list[tuple[str, Callable]], rounds: Rounds) -> dict[
     return results
 
 
-def client(model: str):
+def client():
     """A google-genai client for batches, one attempt per call, as every Gemini client here."""
     from google import genai
 
@@ -254,5 +253,14 @@ def client(model: str):
     return genai.Client(api_key=providers.google_api_key(), http_options=providers.gemini_http_options())
 
 
-def timed_rounds(started: float) -> float:
-    return round(time.perf_counter() - started, 3)
+def measurer(judge: str, recording: Path, log: Callable[[str], None]) -> Callable[[list], dict]:
+    """The measurer of a --batch run: [(entry, judging.Measure)] -> entry -> its value or the exception that
+    stopped it, in rounds journaled beside the recording (`.NAME.batch.jsonl`, the measurer's `journal`)."""
+    journal = Journal(recording.with_name(f".{recording.stem}.batch.jsonl"))
+    rounds = Rounds(client(), judge, journal, log)
+    judge_model = batch_judge(judge, rounds)
+
+    def measure(jobs: list) -> dict:
+        return asyncio.run(measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs], rounds))
+    measure.journal = journal
+    return measure

@@ -33,6 +33,16 @@ def compared(first: dict, second: dict) -> dict:
     return {"first": first["key"]["judge"], "second": second["key"]["judge"], "stages": result}
 
 
+def beside(report: dict, second: Optional[dict]) -> dict:
+    """The report with the second judge's view of the same traces beside its own; no recording of the
+    second judge for these models is an error, named."""
+    from cassette import RecordingError
+
+    if second is None:
+        raise RecordingError("--judge2: no recording of that judge for these models; record it with --live --judge2")
+    return {**report, "second_judge": compared(report, second)}
+
+
 def lines(found: Optional[dict]) -> list[str]:
     """The report's lines on the second judge."""
     if not found:

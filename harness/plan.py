@@ -160,7 +160,3 @@ def possible_counterfactuals(planned: list[tuple[str, list[str]]], recorded: dic
         return 0
     with_pages = {c["id"] for c in inputs.cases["cases"] if c["expected_docs"]}
     return sum(kind_of(e) == "agent runs" and e not in recorded and case_of(e) in with_pages for e, _ in planned)
-
-
-def as_json(planned: list[tuple[str, list[str]]]) -> str:
-    return json.dumps([{"entry": e, "why": w, "kind": kind_of(e)} for e, w in planned], indent=1)

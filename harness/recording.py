@@ -27,7 +27,7 @@ def run_agent(agent, question: str, history: Optional[list[dict]] = None) -> dic
     """One agent run's trace, with its time; a case with `history` is its last turn after those."""
     from harness.capture import run
 
-    trace, took = timed(lambda: run(agent, question, history) if history else run(agent, question))
+    trace, took = timed(lambda: run(agent, question, history))
     return {**trace, "agent_s": took}
 
 

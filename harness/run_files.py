@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-from cassette import RecordingError, read_key, shown, write_atomic_if_changed
+from cassette import RecordingError, read_key, shown, write_atomic
 
 CALIBRATION_PREFIX = "calibration+"
 MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
@@ -66,16 +66,12 @@ def json_lines(report: dict) -> Iterator[str]:
     yield "}\n"
 
 
-def json_text(report: dict) -> str:
-    return "".join(json_lines(report))
-
-
 def write_if_changed(path: Path, text) -> None:
     """Write atomically, and not at all when the file already holds exactly this text (a str, or a producer
     of its pieces, which is called again to write when the file differs)."""
     produce = (lambda: [text]) if isinstance(text, str) else text
     if not holds(path, produce()):
-        write_atomic_if_changed(path, produce())
+        write_atomic(path, produce())
 
 
 def holds(path: Path, chunks: Iterable[str]) -> bool:

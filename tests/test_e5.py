@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE
+from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, untimed
 from harness import providers
 
 E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
@@ -124,12 +124,6 @@ def test_its_baseline_gate_passes_chosen_by_docs_embedder_or_by_the_baseline(her
         assert capsys.readouterr().out.rstrip().endswith("baseline check (rules): no regression")
     saved = json.loads((here / BASELINE).read_text())["measured_with"]
     assert (saved["model"], saved["embedder"], saved["judge"]) == ("rules", "e5-small", "lexical")
-
-
-def untimed(value):
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
-    return [untimed(v) for v in value] if isinstance(value, list) else value
 
 
 def searched_pages(trace: dict) -> list:

@@ -20,7 +20,7 @@ import cassette
 import evaluate
 from harness import judging
 from harness import stages
-from conftest import OFFLINE_RUN
+from conftest import OFFLINE_RUN, untimed
 from harness.dataset import ID_RULE, PAGE_ID_RULE
 from harness.report import markdown
 
@@ -455,12 +455,6 @@ def test_the_workflows_shard_and_merge_commands_give_one_runs_recording(live_pro
     merged = json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())
     bundled = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())
     assert untimed(merged) == untimed(bundled)
-
-
-def untimed(value):
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
-    return [untimed(v) for v in value] if isinstance(value, list) else value
 
 
 WORKFLOWS = sorted((HERE / ".github" / "workflows").glob("*.y*ml"))

@@ -9,7 +9,7 @@ import evaluate
 from harness import capture, judging
 from harness import ladder
 from harness import live_calls
-from conftest import OFFLINE, OFFLINE_RUN
+from conftest import OFFLINE, OFFLINE_RUN, untimed
 from harness.live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parent.parent
@@ -44,12 +44,6 @@ class Calls:
             self.done.append(label)
             return value
         return call
-
-
-def untimed(value):
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
-    return [untimed(v) for v in value] if isinstance(value, list) else value
 
 
 def recording(project: Path) -> dict:

@@ -10,20 +10,11 @@ import pytest
 import calibrate
 import compare
 import evaluate
-from conftest import OFFLINE
+from conftest import OFFLINE, untimed
 
 HERE = Path(__file__).parent.parent
 EXAMPLE = HERE / "examples" / "inverter"
 RUN = "inverter-support+rules+hash+lexical"
-
-
-def untimed(value):
-    """A recording or report without its measured times."""
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k not in ("agent_s", "judge_s", "latency")}
-    if isinstance(value, list):
-        return [untimed(v) for v in value]
-    return value
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import evaluate
-from conftest import OFFLINE, OFFLINE_RUN
+from conftest import OFFLINE, OFFLINE_RUN, untimed
 from harness import capture, judging, ladder, selection
 
 HERE = Path(__file__).parent.parent
@@ -148,11 +148,6 @@ def test_plan_and_shard_go_with_live(capsys):
 
 
 # ---- shards -----------------------------------------------------------------------------------------------
-
-def untimed(value):
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if not k.endswith("_s")}
-    return [untimed(v) for v in value] if isinstance(value, list) else value
 
 
 def test_a_case_belongs_to_one_shard_whatever_else_is_added():

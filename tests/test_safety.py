@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import evaluate
-from cassette import Cassette, RecordingError, write_atomic
+from cassette import Cassette, write_atomic
 from conftest import OFFLINE, OFFLINE_RUN
 from harness import capture
 from harness.live_calls import Pool
