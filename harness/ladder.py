@@ -16,9 +16,9 @@ The vector and keyword rankings are cassette entries, `ladder/<case>/vector` and
 computed only in live mode (`Rankers`): the vector rung pays for embeddings, and bm25s imports numpy and
 scipy, which a replay must not load. RRF and the scores are pure and run at report time.
 """
-import functools
+
 import math
-from functools import cache
+from functools import cache, cmp_to_key
 from typing import Callable, Optional
 
 from harness.entries import Inputs, sha, versioned
@@ -51,7 +51,7 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
     def better(a: str, b: str) -> int:
         (na, da), (nb, db) = exact[a], exact[b]
         return nb * da - na * db  # negative when a scores more
-    return sorted(ranks, key=functools.cmp_to_key(better))
+    return sorted(ranks, key=cmp_to_key(better))
 
 
 def rung_scores(ranking: list[str], expected: list[str], k: int) -> dict:

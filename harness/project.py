@@ -70,7 +70,7 @@ class Project:
             return list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
         files = []
         for i, pattern in enumerate(self.sources):
-            found = sorted(Path(p) for p in glob.glob(str(self.folder / pattern), recursive=True) if Path(p).is_file())
+            found = files_matching(self.folder, pattern)
             if not found:
                 raise InputError(f"{CONFIG}: sources[{i}]: {pattern!r} matches no file in {self.folder}")
             files += [f for f in found if f not in files]
@@ -90,6 +90,11 @@ class Project:
         return [name for name, r in self.roles.items() if r.role == "retriever"]
 
 
+def files_matching(folder: Path, pattern: str) -> list[Path]:
+    """The files a glob (`**` allowed) matches under `folder`, sorted."""
+    return sorted(Path(p) for p in glob.glob(str(folder / pattern), recursive=True) if Path(p).is_file())
+
+
 def fail(key: str, message: str) -> InputError:
     return InputError(f"{CONFIG}: {key}: {message}")
 
@@ -97,6 +102,13 @@ def fail(key: str, message: str) -> InputError:
 def expect(value: Any, kind: type, key: str, what: str) -> Any:
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
         raise fail(key, f"expected {what}, got {value!r}")
+    return value
+
+
+def function_spec(config: dict, key: str) -> str:
+    value = expect(config[key], str, key, 'a string "module:function"')
+    if not SPEC.match(value):
+        raise fail(key, f'{value!r} is not "module:function"')
     return value
 
 
@@ -120,10 +132,7 @@ def load(folder: Path) -> Project:
         raise fail(unknown[0], f"unknown key (valid: {', '.join(TOP_KEYS)})")
     if "agent" not in config:
         raise fail("agent", "missing: name the factory as agent = \"module:function\"")
-    agent = expect(config["agent"], str, "agent", "a string \"module:function\"")
-    if not SPEC.match(agent):
-        raise fail("agent", f"{agent!r} is not \"module:function\"")
-    project = Project(folder=folder, agent=agent)
+    project = Project(folder=folder, agent=function_spec(config, "agent"))
     for key in ("cases", "calibration", "pages"):
         if key in config:
             setattr(project, key, expect(config[key], str, key, "a path relative to the project folder"))
@@ -132,9 +141,7 @@ def load(folder: Path) -> Project:
         if project.k < 1:
             raise fail("k", "must be at least 1")
     if "rank" in config:
-        project.rank = expect(config["rank"], str, "rank", "a string \"module:function\"")
-        if not SPEC.match(project.rank):
-            raise fail("rank", f"{project.rank!r} is not \"module:function\"")
+        project.rank = function_spec(config, "rank")
     if "sources" in config:
         sources = config["sources"]
         sources = [sources] if isinstance(sources, str) else sources
@@ -179,7 +186,8 @@ def read_pages(project: Project, validated) -> list[dict]:
     spec = project.pages
     if spec is None:
         return []
-    if spec.endswith(".json") and not glob.has_magic(spec):
+    one_file = spec.endswith(".json") and not glob.has_magic(spec)
+    if one_file:
         path = project.path(spec)
         pages = read(path, spec)
         validated.check(path, "Pages", {"pages": pages}, label=spec)
@@ -187,20 +195,19 @@ def read_pages(project: Project, validated) -> list[dict]:
         pages = markdown_pages(project, spec)
     seen = set()
     for i, page in enumerate(pages):
-        at = f"{spec}: pages[{i}] ({page['id']})" if spec.endswith(".json") else f"{page['id']}"
+        at = f"{spec}: pages[{i}] ({page['id']})." if one_file else f"{page['id']}: "  # a page is a file
         if page["id"] in seen:
-            raise InputError(f"{at}.id: duplicate id")
+            raise InputError(f"{at}id: duplicate id")
         seen.add(page["id"])
         planted = page.get("planted", [])
         stray = [p for p in ([planted] if isinstance(planted, str) else planted) if p not in page["text"]]
         if stray:
-            raise InputError(f"{at}{'.' if spec.endswith('.json') else ': '}planted: not in the page's text: "
-                             f"{stray[0][:60]!r}")
+            raise InputError(f"{at}planted: not in the page's text: {stray[0][:60]!r}")
     return pages
 
 
 def markdown_pages(project: Project, pattern: str) -> list[dict]:
-    files = sorted(Path(p) for p in glob.glob(str(project.folder / pattern), recursive=True) if Path(p).is_file())
+    files = files_matching(project.folder, pattern)
     if not files:
         raise fail("pages", f"{pattern!r} matches no file in {project.folder}")
     return [markdown_page(path, path.relative_to(project.folder).as_posix()) for path in files]
