@@ -203,7 +203,8 @@ def _reason(score_header: str, problems_header: str, end: str, all_good: str):
 
 
 def _truths(p):
-    return {"truths": sentences(section(p, "Text:"))}
+    """DeepEval joins the retrieval context with blank lines; a node that is a JSON record reads as prose."""
+    return {"truths": [t for node in section(p, "Text:").split("\n\n") for t in sentences(node_text(node))]}
 
 
 def _claims(p):

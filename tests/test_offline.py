@@ -279,6 +279,12 @@ def test_a_json_record_is_read_as_keys_and_values():
     assert lexical_judge.node_text('{"state": "closed", "fixed_in": "2.4.1"}') == "state closed fixed in 2.4.1"
 
 
+def test_faithfulness_reads_a_json_record_in_the_context_as_keys_and_values():
+    record = json.dumps({"zip_code": "97201", "zone": "8b", "last_frost": "mid-March"})
+    answer = "The zip code 97201 is in zone 8b, and its last frost is mid-March."
+    assert measure("faithfulness_strict", LexicalJudge(), "q", answer, "r", [record])["score"] == 1.0
+
+
 # ---- the lexical judge on content-free words and refusals -------------------------------------------------
 
 SYNC_SENTENCE = "Sync locks the remote while it runs, so it is safe to sync from two machines at the same time."
