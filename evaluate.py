@@ -346,7 +346,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--shard", metavar="I/N", help="with --live: record the I-th of N fixed slices of the cases "
                         "into its own recording (`evaluate.py merge` combines them)")
     parser.add_argument("--plan", action="store_true", help="with --live: list what would be called, and its "
-                        "estimated tokens and cost; call and write nothing")
+                        "estimated tokens and cost; call no model, write no recording or report")
     parser.add_argument("--batch", action="store_true", help="with --live: the judge's calls through the Gemini "
                         "Batch API, in rounds, at the batch price (agent runs stay interactive)")
     parser.add_argument("--judge2", metavar="NAME", help="a second judge over the same traces (live: records its "
