@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from harness.console import first_line
 from harness.dataset import InputError
 from harness.project import CONFIG, Project
 
@@ -42,8 +43,7 @@ def import_function(project: Project, spec: str, key: str):
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 - whatever the user's module raised, one line
-        raise InputError(f"{CONFIG}: {key}: importing {module_name!r} failed: {type(e).__name__}: "
-                         f"{(str(e).strip().splitlines() or [''])[0]}") from None
+        raise InputError(f"{CONFIG}: {key}: importing {module_name!r} failed: {first_line(e)}") from None
     function = getattr(module, name, None)
     if not callable(function):
         raise InputError(f"{CONFIG}: {key}: module {module_name!r} has no function {name!r}")
@@ -76,8 +76,7 @@ def build_agent(project: Project, values: dict[str, Any]):
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001
-        raise InputError(f"{CONFIG}: agent: {project.agent} raised {type(e).__name__}: "
-                         f"{(str(e).strip().splitlines() or [''])[0]}") from None
+        raise InputError(f"{CONFIG}: agent: {project.agent} raised {first_line(e)}") from None
     if not isinstance(agent, Runnable):
         raise InputError(f"{CONFIG}: agent: {project.agent} returned {type(agent).__name__}, not a LangChain "
                          "runnable (return create_agent(...) or a compiled graph)")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from harness.console import first_line
 from harness.dataset import REFERENCE_PLACEHOLDER  # the reference of a drafted case, which the case set refuses
 
 ROOT = Path(__file__).resolve().parent.parent  # the default project: the bundled tracker example
@@ -87,8 +88,7 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
         print(f"assistant.py: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the agent's own failure, in one line
-        print(f"assistant.py: the agent failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}",
-              file=sys.stderr)
+        print(f"assistant.py: the agent failed: {first_line(e)}", file=sys.stderr)
         return 3
     try:
         view = inputs.view(trace)

@@ -75,3 +75,8 @@ def quiet_interrupts(command: str) -> None:
             return
         previous(kind, value, traceback)
     sys.excepthook = hook
+
+
+def first_line(error: BaseException) -> str:
+    """An error as one line: its type and the first line of its text."""
+    return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"

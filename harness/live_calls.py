@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, Optional
 
+from harness.console import first_line
+
 MAX_ATTEMPTS = 5
 FIRST_DELAY = 1.0
 MAX_TOTAL_WAIT = 60.0
@@ -137,11 +139,9 @@ def one_line(error: BaseException) -> str:
     from harness.redact import outside_text
 
     api = api_error(error)
-    if api is not None:
-        text = " ".join(f"{api.code} {api.status}: {api.message}".split())
-    else:
-        text = (str(error).strip().splitlines() or [""])[0]
-    return outside_text(f"{type(error).__name__}: {text}")[:300]  # no key or password reaches a line or a journal
+    line = first_line(error) if api is None else \
+        f"{type(error).__name__}: " + " ".join(f"{api.code} {api.status}: {api.message}".split())
+    return outside_text(line)[:300]  # no key or password reaches a line or a journal
 
 
 def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None]) -> Any:
