@@ -133,12 +133,12 @@ def read_lines(path: Path) -> Optional[dict]:
 
 
 def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]],
-               seen: Optional[dict] = None) -> dict:
-    """An entry kept as text by read_lines, parsed and checked as read_recording checks every entry; with
-    `seen`, its strings shared with the entries parsed before it (one copy of each repeated name, page id
-    or reason, however many rows hold it)."""
+               decode: Callable[[str], Any] = json.loads) -> dict:
+    """An entry kept as text by read_lines, parsed by `decode` and checked as read_recording checks every
+    entry; a Cassette's decode shares strings with the entries parsed before (one copy of each repeated name,
+    page id or reason, however many rows hold it)."""
     try:
-        item = json.loads(raw) if seen is None else json.loads(raw, object_hook=sharing(seen))
+        item = decode(raw)
     except (ValueError, RecursionError):
         raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}]: malformed JSON") from None
     wrong = item_problem(name, item, check)
@@ -235,7 +235,8 @@ class Cassette:
         self.computed = 0
         self.on_disk: dict[str, Any] = {}  # the file's entries, each as its text until looked up
         self.from_disk: set[str] = set()  # entries this run used as the file holds them
-        self.seen: dict[str, str] = {}  # one copy of each string of the entries parsed
+        # Parses an entry kept as text, sharing one copy of each string with the entries parsed before it.
+        self.decode = json.JSONDecoder(object_hook=sharing({})).decode
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
@@ -422,7 +423,7 @@ class Cassette:
                 stored = self.recorded.get(entry)
         if stored is None:
             return ABSENT, ["not recorded"]
-        item = parse_item(self.path, entry, stored, self.check, self.seen) if isinstance(stored, str) else stored
+        item = parse_item(self.path, entry, stored, self.check, self.decode) if isinstance(stored, str) else stored
         if known:
             return item["value"], []
         changed = key_changes(item["deps"], deps_of(item["value"]))

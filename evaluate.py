@@ -15,6 +15,7 @@ if __name__ == "__main__":  # Ctrl-C while the imports below load: one line, not
 
 import argparse
 import copy
+import gc
 import textwrap
 from pathlib import Path
 from typing import Callable, Optional
@@ -150,11 +151,12 @@ def stale_message(cassette: Cassette, stale: dict, total: int, shown_cases: int 
 
 
 def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None, agent: Callable = lambda: None,
-             concurrency: int = 1, progress=None, split: str = "dev",
+             concurrency: int = 1, progress=None, split: Optional[str] = "dev",
              counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: Optional[int] = None,
              batch: Optional[Callable[[list], dict]] = None) -> dict:
-    """Score every case from the cassette. In live mode, first record what is missing or stale. `judge`
-    and `agent` build the models only when a call needs them, so a replay imports no model library."""
+    """Score every case from the cassette: the report of `split`, or with None every case's row unsummarised
+    (for of_split). In live mode, first record what is missing or stale. `judge` and `agent` build the models
+    only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
     repeats = repeats or recorded_repeats(cassette.recorded)
     done: dict[str, dict] = {}  # the rows of cases a live run found complete: nothing to call, nothing to redo
@@ -186,8 +188,8 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
         raise RecordingError(stale_message(cassette, stale, len(rows)))
     from harness.calibration_status import status
 
-    return of_split({"key": recording_key(inputs), "rows": rows,
-                     "calibration": status(inputs.project.folder, inputs.judge)}, split)
+    every = {"key": recording_key(inputs), "rows": rows, "calibration": status(inputs.project.folder, inputs.judge)}
+    return every if split is None else of_split(every, split)
 
 
 def of_split(report: dict, split: str) -> dict:
@@ -287,14 +289,14 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     try:
         try:
             every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),
-                             agent=locked_once(build), concurrency=concurrency, progress=progress, split="all",
+                             agent=locked_once(build), concurrency=concurrency, progress=progress, split=None,
                              repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
                              if inputs.counterfactual else None, batch=rounds)
         except KeyboardInterrupt:
             raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
         finally:
             progress.close()
-        errored = every["summary"]["errors"]
+        errored = sum(r["first_failure"] == "error" for r in every["rows"])
         if not errored and not plan:  # an incomplete recording is never written, whichever split is shown
             chosen = {c["id"] for c in inputs.cases["cases"]}
             keep = (lambda entry: case_of(entry) not in chosen) if cases is not None and not shard else None
@@ -320,6 +322,8 @@ def shard_inputs(inputs: Inputs) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # Rows are many long-lived objects with few cycles: the default thresholds rescan them all, often.
+    gc.set_threshold(50_000, 20, 100)
     if argv[:1] == ["init"]:
         from harness.init import main as init_main
 
@@ -403,9 +407,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
-        for report in reports if cases is None else []:  # a report of some cases is printed, not written
-            for path, text in report_files(folder, report).items():
-                write_if_changed(path, text)
+        texts = [markdown(r) for r in reports]
+        for report, text in zip(reports, texts) if cases is None else []:  # some cases: printed, not written
+            for path, pieces in report_files(folder, report, text).items():
+                write_if_changed(path, pieces)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:
@@ -422,7 +427,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-    stopped = console.write_stdout("\n\n".join(markdown(r) for r in reports), command="evaluate.py")
+    stopped = console.write_stdout("\n\n".join(texts), command="evaluate.py")
     if stopped is not None:
         return stopped
     if errors:

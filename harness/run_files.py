@@ -37,16 +37,16 @@ def file_part(name: str) -> str:
     return f"{readable}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
-def report_files(folder: Path, report: dict) -> dict[Path, Callable[[], Iterable[str]]]:
+def report_files(folder: Path, report: dict, text: Optional[str] = None) -> dict[Path, Callable[[], Iterable[str]]]:
     """runs/<name>.json, .md and .html of a report, each as the producer of its text's pieces; a split other
-    than dev adds its name."""
+    than dev adds its name. `text` is the report's markdown, when the caller has it already."""
     from harness.html_report import html_parts
     from harness.report import markdown
 
     runs, key = folder / "runs", report["key"]
     name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"]) + (
         "" if report["split"] == "dev" else f".{report['split']}")
-    return {runs / f"{name}.json": lambda: json_lines(report), runs / f"{name}.md": lambda: [markdown(report), "\n"],
+    return {runs / f"{name}.json": lambda: json_lines(report), runs / f"{name}.md": lambda: [text or markdown(report), "\n"],
             runs / f"{name}.html": lambda: html_parts(report)}
 
 

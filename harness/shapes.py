@@ -72,9 +72,16 @@ def pages_problem(pages: Any, at: str) -> Optional[str]:
     return None
 
 
+# A verdict's fields and the exact types each may hold as JSON reads it (bool is not a number here).
+VERDICT_TYPES = {"score": {int, float, type(None)}, "reason": {str, type(None)}, "judge_s": {int, float, type(None)},
+                 "cost": {int, float, type(None)}, "tokens_in": {int, type(None)}, "tokens_out": {int, type(None)}}
+
+
 def verdict_problem(value: Any) -> Optional[str]:
     """A judged score (a judge metric, DeepEval's tool score, a calibration score): score, reason, and the
     judge's time, tokens and cost where recorded."""
+    if type(value) is dict and "score" in value and all(type(value.get(f)) in t for f, t in VERDICT_TYPES.items()):
+        return None  # the usual case, checked at once; what is wrong is found field by field below
     if not isinstance(value, dict):
         return expect(value, (dict,), "value", "an object (a score and its reason)")
     if "score" not in value:

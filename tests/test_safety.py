@@ -242,14 +242,14 @@ def test_ctrl_c_during_start_up_imports_prints_one_line(project):
 
 
 def test_sigterm_during_a_replay_does_not_say_to_run_live(here, monkeypatch, capsys):
-    from harness import report
+    from harness import html_report
 
-    real = report.markdown
+    real = html_report.html_parts
 
     def terminated(*args):
         os.kill(os.getpid(), signal.SIGTERM)  # arrives while the replay writes its reports
         return real(*args)
-    monkeypatch.setattr(report, "markdown", terminated)
+    monkeypatch.setattr(html_report, "html_parts", terminated)
     assert evaluate.main([]) == evaluate.EXIT_TERMINATED
     assert capsys.readouterr().err == "evaluate.py: terminated\n"
 
