@@ -250,11 +250,11 @@ class Interrupted(Exception):
 def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
            repeats: Optional[int] = None, cases: Optional[dict] = None, shard: Optional[tuple[int, int]] = None,
            plan: bool = False, batch: bool = False, judge: Optional[str] = None,
-           reuse: Optional[str] = None) -> tuple[dict, Cassette, int]:
+           reuse: Optional[str] = None) -> tuple[dict, Optional[str], int]:
     """Call the models for every entry that is missing or stale, then build the report of `split`; also
     the number of cases of any split whose calls still failed (a held-out case's error counts too). With
     `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
-    nothing is called or written, and the cassette's `plan` says what would be called and its cost. `judge` overrides
+    nothing is called or written, and the text returned second says what would be called and its cost. `judge` overrides
     DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run reuses, read only
     (a second judge's run pays for its verdicts alone)."""
     from harness import agent, batch as batches, plan as plans, providers
@@ -308,10 +308,12 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                          f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
         cassette.close()  # the recording is free for the next live run
+    planned = None
     if plan:  # what the dry run noted, estimated from the recording's own measured entries
-        cassette.plan = plans.text(cassette.planned, recorded, model, embedder, judge, batch,
-                                   plans.possible_counterfactuals(cassette.planned, recorded, inputs))
-    return of_split(every, split), cassette, errored
+        planned = plans.text(cassette.planned, recorded, model, embedder, judge, batch,
+                             plans.possible_counterfactuals(cassette.planned, recorded, inputs))
+    del cassette  # the report needs none of its entries' text: free it before summarising and writing
+    return of_split(every, split), planned, errored
 
 
 def shard_inputs(inputs: Inputs) -> str:
@@ -385,10 +387,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             if args.batch and not providers.is_gemini(judge_name()):
                 raise InputError(f"--batch: the judge {providers.printable(judge_name())} has no batch API: only a "
                                  "Gemini judge (DOCS_JUDGE=gemini-...) can be asked in batches")
-            report, cassette, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
+            report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
                                               args.repeats, cases, shard, args.plan, args.batch)
             if args.plan:
-                return console.write_stdout(cassette.plan, command="evaluate.py") or 0
+                return console.write_stdout(planned, command="evaluate.py") or 0
             reports = [report]
             if args.judge2:
                 second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,

@@ -57,9 +57,9 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
 def rung_scores(ranking: list[str], expected: list[str], k: int) -> dict:
     """hit@k and recall@k of the expected pages, scored as the retrieval stage scores one search, and the
     reciprocal rank of the first over the whole ranking."""
-    ranked = list(dict.fromkeys(ranking))
-    return {**retrieval_scores([ranked], expected, k),
-            "reciprocal_rank": retrieval_scores([ranked], expected, len(ranked))["reciprocal_rank"]}
+    ranked, wanted = list(dict.fromkeys(ranking)), set(expected)
+    first = next((rank for rank, page in enumerate(ranked, start=1) if page in wanted), None)
+    return {**retrieval_scores([ranked], expected, k), "reciprocal_rank": 1 / first if first else 0.0}
 
 
 def case_ladder(rankings: dict[str, Optional[list[str]]], expected: list[str], k: int) -> Optional[dict]:
