@@ -47,7 +47,9 @@ li.missed { color: #a11; font-weight: 600; }
 
 def escaped(value: Any) -> str:
     """Any value as HTML text, quotes included: every value the pages show goes through it."""
-    return escape(str(value), quote=True)
+    text = str(value)
+    special = "&" in text or "<" in text or ">" in text or '"' in text or "'" in text  # what escape replaces
+    return escape(text, quote=True) if special else text
 
 
 def _num(x: Optional[float]) -> str:

@@ -144,13 +144,17 @@ def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expecte
     reason and in `mode`. The score is the share of expected entries called, in every mode. DeepEval's
     ToolCorrectnessMetric, which matches expected tools as a set, is kept beside it."""
     names = [c["name"] for c in calls]
-    made, wanted = Counter(names), Counter(expected)
-    short = {} if mode == "subset" else matching.shortfall(names, expected)
-    unexpected = [] if mode == "superset" else matching.unlisted(names, expected)
+    if names == expected:  # the usual case; in every mode nothing is short, nothing unlisted, every entry called
+        short, unexpected, problems, score = {}, [], [], 1.0
+    else:
+        made, wanted = Counter(names), Counter(expected)
+        short = {} if mode == "subset" else matching.shortfall(names, expected)
+        unexpected = [] if mode == "superset" else matching.unlisted(names, expected)
+        problems = matching.tool_problems(mode, names, expected)
+        score = sum(min(n, made[tool]) for tool, n in wanted.items()) / len(expected) if expected else float(not calls)
     wrong_args = argument_errors(calls, expected_args or {}, parameters or {})
-    problems = matching.tool_problems(mode, names, expected) + [f"wrong argument {e}" for e in wrong_args]
-    return {"score": sum(min(n, made[tool]) for tool, n in wanted.items()) / len(expected) if expected
-            else float(not calls),
+    problems = problems + [f"wrong argument {e}" for e in wrong_args]
+    return {"score": score,
             "reason": "; ".join(problems) or matching.agreed(mode, names, expected),
             "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
             "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n)],

@@ -129,6 +129,19 @@ def test_the_default_verdict_carries_no_mode_and_reads_as_before():
     assert v == tool_verdict(made(S, G), [S, G], PERFECT, None, PARAMETERS)
 
 
+@pytest.mark.parametrize("mode", matching.MODES)
+@pytest.mark.parametrize("expected", [[S], [S, G], [S, S], [G, S, S]])
+def test_calls_that_are_the_expected_list_pass_every_mode_with_its_reason(mode, expected):
+    v = verdict(tuple(expected), expected, mode)
+    assert v["pass"] and v["score"] == 1.0 and v["missing"] == [] and v["unexpected"] == []
+    assert v["reason"] == matching.agreed(mode, expected, expected)
+
+
+def test_no_call_where_none_is_expected_passes_with_its_reason():
+    v = verdict((), [])
+    assert v["pass"] and v["score"] == 1.0 and v["reason"] == "no tool expected, none called"
+
+
 def test_superset_lists_no_unexpected_call_and_subset_no_missing_one():
     assert verdict((S, T), [S, G], "superset")["unexpected"] == []
     assert verdict((S, T), [S, G], "superset")["missing"] == [G]
