@@ -52,30 +52,22 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-SHALLOW = 200  # opening brackets an entry may hold for orjson to read it: it cannot nest deeper than Python recurses
+SHALLOW = 200  # opening brackets a text may hold for orjson to read it: it cannot nest deeper than Python recurses
 WIDE = b"0" * 19  # a run of 19 digits: maybe an integer beyond 64 bits, which orjson reads as a float
 DIGITS = bytes(48 if chr(c).isdigit() else 32 for c in range(256))  # each digit as "0", any other byte a space
 
 
-def entry_reader(path: Path) -> Callable[[str], Any]:
-    """json.loads for the entries of the file at `path`, quicker: orjson, which reads the same values, reads an
-    entry that cannot nest deeply, unless the file holds a run of 19 digits anywhere; json reads the rest (and
-    what orjson refuses: NaN, lone surrogates) and raises as json.loads does."""
-    tail = b""
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            if WIDE in (tail + chunk).translate(DIGITS):
-                return json.loads
-            tail = chunk[-len(WIDE):]
-
-    def read(text: str) -> Any:
-        if text.count("[") + text.count("{") <= SHALLOW:
-            try:
-                return orjson.loads(text)
-            except orjson.JSONDecodeError:
-                pass
-        return json.loads(text)
-    return read
+def loads(text: str) -> Any:
+    """json.loads, quicker: orjson reads a text it reads as json does, one that cannot nest deeper than Python
+    recurses and holds no run of 19 digits (maybe an integer beyond 64 bits, which orjson reads as a float);
+    json reads the rest (and what orjson refuses: NaN, lone surrogates) and raises as json.loads does."""
+    if isinstance(text, str) and text.count("[") + text.count("{") <= SHALLOW \
+            and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def shared(value: Any, seen: dict[str, str]) -> Any:
@@ -159,15 +151,13 @@ def read_lines(path: Path) -> Optional[dict]:
         return None
     if rest.strip() != "}}" or not isinstance(key, dict) or key.get("format") != FORMAT:
         return None
-    return {"key": key, "entries": entries, "decode": entry_reader(path)}
+    return {"key": key, "entries": entries}
 
 
-def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]],
-               decode: Callable[[str], Any] = json.loads) -> dict:
-    """An entry kept as text by read_lines, parsed by `decode` (an entry_reader) and checked as read_recording
-    checks every entry."""
+def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) -> dict:
+    """An entry kept as text by read_lines, parsed and checked as read_recording checks every entry."""
     try:
-        item = decode(raw)
+        item = loads(raw)
     except (ValueError, RecursionError):
         raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}]: malformed JSON") from None
     wrong = item_problem(name, item, check)
@@ -265,7 +255,6 @@ class Cassette:
         self.on_disk: dict[str, Any] = {}  # the file's entries, each as its text until looked up
         self.from_disk: set[str] = set()  # entries this run used as the file holds them
         self.seen: dict[str, str] = {}  # one copy of each string at the top of the values parsed (shared)
-        self.decode: Callable[[str], Any] = json.loads  # what parses the file's entries kept as text
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
@@ -275,7 +264,7 @@ class Cassette:
             if changed:
                 raise RecordingError(f"{shown(self.path)}: recording is stale: "
                                      + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
-            self.recorded, self.decode = data["entries"], data.get("decode", json.loads)
+            self.recorded = data["entries"]
         else:
             if predict is None:
                 self._hold()
@@ -356,7 +345,7 @@ class Cassette:
                     raise RecordingError(f"{shown(self.path)}: holds the recording of " + ", ".join(
                         f"{f} {data['key'].get(f)!r}" for f in changed) + ", not " + ", ".join(
                         f"{f} {self.key.get(f)!r}" for f in changed) + "; it is not replaced: move it aside")
-                self.on_disk, self.decode = data["entries"], data.get("decode", json.loads)
+                self.on_disk = data["entries"]
                 if not self.rerecord:
                     self.recorded.update(data["entries"])
         if journal is not None:
@@ -436,7 +425,7 @@ class Cassette:
     def disk_item(self, entry: str) -> Optional[dict]:
         """The file's entry, parsed (None when the file lacks it)."""
         item = self.on_disk.get(entry)
-        return parse_item(self.path, entry, item, self.check, self.decode) if isinstance(item, str) else item
+        return parse_item(self.path, entry, item, self.check) if isinstance(item, str) else item
 
     def has(self, entry: str) -> bool:
         """Whether this run has a current value for `entry` (recorded, or computed now)."""
@@ -454,7 +443,7 @@ class Cassette:
             return ABSENT, ["not recorded"]
         item = stored
         if isinstance(stored, str):
-            item = parse_item(self.path, entry, stored, self.check, self.decode)
+            item = parse_item(self.path, entry, stored, self.check)
             item["value"] = shared(item["value"], self.seen)
         if known:
             return item["value"], []

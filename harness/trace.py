@@ -10,6 +10,8 @@ import json
 import re
 from typing import Optional
 
+from cassette import loads
+
 TEXT_FIELDS = ("text", "page_content", "content")
 
 
@@ -25,7 +27,7 @@ def shown_output(text: str) -> str:
 def json_pages(content: str) -> Optional[list[dict]]:
     """The output as a JSON list of objects that each carry an `id`, else None."""
     try:
-        found = json.loads(content)
+        found = loads(content)
     except (ValueError, TypeError, RecursionError):
         return None
     if not isinstance(found, list) or not all(isinstance(p, dict) and "id" in p for p in found):
