@@ -435,7 +435,7 @@ class Cassette:
     def lookup(self, entry: str, deps_of: Callable[[Any], dict]) -> tuple[Any, list[str]]:
         """The recorded value when its dependencies are current, else (ABSENT, what changed)."""
         with self.lock:
-            stored = self.used.get(entry)
+            stored = self.used.get(entry) if self.used else None  # a replay uses none: one lookup, not two
             known = stored is not None
             if not known:
                 stored = self.recorded.get(entry)

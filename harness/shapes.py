@@ -4,6 +4,7 @@ damaged on disk is refused naming the entry and the field, never a traceback lat
 `problem(entry, value)` returns "value.answer: expected a string, got 123" or None, by the entry's kind
 (agent/, tools/, judge/, ladder/); `verdict_problem` checks a calibration score.
 """
+from operator import contains
 from typing import Any, Optional
 
 NUMBER = (int, float)
@@ -75,13 +76,14 @@ def pages_problem(pages: Any, at: str) -> Optional[str]:
 # A verdict's fields and the exact types each may hold as JSON reads it (bool is not a number here).
 VERDICT_TYPES = {"score": {int, float, type(None)}, "reason": {str, type(None)}, "judge_s": {int, float, type(None)},
                  "cost": {int, float, type(None)}, "tokens_in": {int, type(None)}, "tokens_out": {int, type(None)}}
+FIELDS, ALLOWED = tuple(VERDICT_TYPES), tuple(VERDICT_TYPES.values())
 
 
 def verdict_problem(value: Any) -> Optional[str]:
     """A judged score (a judge metric, DeepEval's tool score, a calibration score): score, reason, and the
     judge's time, tokens and cost where recorded."""
-    if type(value) is dict and "score" in value and all(type(value.get(f)) in t for f, t in VERDICT_TYPES.items()):
-        return None  # the usual case, checked at once; what is wrong is found field by field below
+    if type(value) is dict and "score" in value and all(map(contains, ALLOWED, map(type, map(value.get, FIELDS)))):
+        return None  # the usual case, each field's type in its allowed set, at once; what is wrong is found below
     if not isinstance(value, dict):
         return expect(value, (dict,), "value", "an object (a score and its reason)")
     if "score" not in value:
