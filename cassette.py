@@ -500,8 +500,8 @@ class Cassette:
 
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
-        with self.lock:
-            return self.path.exists() and set(self.used) == set(self.on_disk) and self.from_disk == set(self.used)
+        with self.lock:  # from_disk is within both used and on_disk: equal sizes are equal sets
+            return self.path.exists() and len(self.from_disk) == len(self.used) == len(self.on_disk)
 
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`

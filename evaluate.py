@@ -257,8 +257,11 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     nothing is called or written, and the text returned second says what would be called and its cost. `judge` overrides
     DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run reuses, read only
     (a second judge's run pays for its verdicts alone)."""
-    from harness import agent, batch as batches, plan as plans, providers
+    from harness import agent, providers
     from harness.live_calls import Progress, locked_once
+
+    if plan:
+        from harness import plan as plans
 
     embedder, judge = embedder_name(), judge or judge_name()
     if not plan:
@@ -285,7 +288,11 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     for note in cassette.notes:
         progress.log(note)
     build = agent.builder(inputs, model, embedder)
-    rounds = batches.measurer(judge, path, progress.log) if batch and not plan else None
+    rounds = None
+    if batch and not plan:
+        from harness import batch as batches  # asyncio, for the rounds: a run without --batch need not load it
+
+        rounds = batches.measurer(judge, path, progress.log)
     try:
         try:
             every = evaluate(inputs, cassette, judge=locked_once(lambda: providers.judge_model(judge)),

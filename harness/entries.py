@@ -41,7 +41,8 @@ class Inputs:
         self.cases, self.pages, self.records = loaded.cases, loaded.pages, loaded.records
         self.k, self.roles = self.project.k, self.project.roles
         self.model, self.embedder, self.judge = model, embedder, judge
-        self.page_ids = {p["id"] for p in self.pages}
+        self.by_id = {p["id"]: p for p in self.pages}
+        self.page_ids = set(self.by_id)
         wanted = loaded.described.wanted
         roles = {name: vars(role) for name, role in sorted(self.roles.items())}
         self.common = {"agent code": self.project.sources_sha(), "tools": sha([loaded.described.tools, roles]),
@@ -65,8 +66,7 @@ class Inputs:
 
     def expected_pages(self, case: dict) -> list[dict]:
         """The case's expected pages, in the order the case lists them: what the counterfactual retriever returns."""
-        by_id = {p["id"]: p for p in self.pages}
-        return [by_id[p] for p in case["expected_docs"]]
+        return [self.by_id[p] for p in case["expected_docs"]]
 
     def agent_deps(self, case: dict, pages: Optional[list[dict]] = None) -> Callable[[dict], dict]:
         """What the case's trace depends on, given what the trace did; with `pages`, the counterfactual
