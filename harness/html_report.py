@@ -45,6 +45,9 @@ li.missed { color: #a11; font-weight: 600; }
 """
 
 
+ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=str).encode  # a call's arguments as the page shows them
+
+
 def escaped(value: Any) -> str:
     """Any value as HTML text, quotes included: every value the pages show goes through it."""
     text = str(value)
@@ -140,7 +143,7 @@ def _pages(r: dict) -> str:
 def _tool_section(r: dict) -> str:
     calls = r.get("tool_calls") or []
     listed = "".join(f"<li><code>{escaped(c.get('name'))}"
-                     f"({escaped(json.dumps(c.get('args', {}), ensure_ascii=False, default=str))})</code></li>"
+                     f"({escaped(ARGUMENTS(c.get('args', {})))})</code></li>"
                      for c in calls)
     t = r.get("tools") or {}
     extra = "".join(f"<li>{name.replace('_', ' ')}: {_value(t[name])}</li>"

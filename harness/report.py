@@ -22,8 +22,10 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 def text(value) -> str:
     """Outside text in markdown prose: HTML read as characters, a backtick as a backtick, a line break as <br>
     (which keeps it within its list item or table row)."""
-    escaped = "".join(ENTITIES.get(c, c) for c in str(value))
-    return LINE_BREAK.sub("<br>", escaped)
+    value = str(value)
+    if "&" in value or "<" in value or ">" in value or "`" in value:
+        value = "".join(ENTITIES.get(c, c) for c in value)
+    return LINE_BREAK.sub("<br>", value) if "\n" in value or "\r" in value else value
 
 
 def cell(value) -> str:

@@ -23,7 +23,10 @@ def expect(value: Any, types: tuple, field: str, what: str, optional: bool = Fal
 
 
 def first(*problems: Optional[str]) -> Optional[str]:
-    return next((p for p in problems if p), None)
+    for problem in problems:
+        if problem:
+            return problem
+    return None
 
 
 def trace_problem(value: Any) -> Optional[str]:

@@ -32,9 +32,15 @@ def json_pages(content: str) -> Optional[list[dict]]:
         return None
     if not isinstance(found, list) or not all(isinstance(p, dict) and "id" in p for p in found):
         return None
-    return [{"id": str(p["id"]), "text": next((str(p[f]) for f in TEXT_FIELDS if f in p),
-                                              json.dumps({k: v for k, v in p.items() if k != "id"})),
-             "listed": True} for p in found]
+    return [{"id": str(p["id"]), "text": listed_text(p), "listed": True} for p in found]
+
+
+def listed_text(page: dict) -> str:
+    """A listed page's text: its first text field, else its other fields as JSON."""
+    for field in TEXT_FIELDS:
+        if field in page:
+            return str(page[field])
+    return json.dumps({k: v for k, v in page.items() if k != "id"})
 
 
 def pages_of(output: dict, ids: Optional[str], corpus: set[str]) -> list[dict]:
