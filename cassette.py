@@ -52,7 +52,7 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-SHALLOW = 200  # opening brackets a text may hold for orjson to read it: it cannot nest deeper than Python recurses
+SHALLOW = 400  # brackets (or characters) a text orjson reads may hold: nested no deeper than Python recurses
 WIDE = b"0" * 19  # a run of 19 digits: maybe an integer beyond 64 bits, which orjson reads as a float
 DIGITS = bytes(48 if chr(c).isdigit() else 32 for c in range(256))  # each digit as "0", any other byte a space
 
@@ -61,7 +61,7 @@ def loads(text: str) -> Any:
     """json.loads, quicker: orjson reads a text it reads as json does, one that cannot nest deeper than Python
     recurses and holds no run of 19 digits (maybe an integer beyond 64 bits, which orjson reads as a float);
     json reads the rest (and what orjson refuses: NaN, lone surrogates) and raises as json.loads does."""
-    if isinstance(text, str) and text.count("[") + text.count("{") <= SHALLOW \
+    if isinstance(text, str) and (len(text) <= SHALLOW or text.count("[") + text.count("{") <= SHALLOW) \
             and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
         try:
             return orjson.loads(text)

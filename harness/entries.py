@@ -108,9 +108,10 @@ def judge_input(case: dict) -> str:
     return "\n".join([*turns, f"User: {case['question']}"])
 
 
-def field_hashes(case: dict, trace: dict, context: list[str]) -> dict[str, str]:
-    """The hash of each field a judge metric may read (judging.READS)."""
-    return {"question": sha(judge_input(case)), "answer": sha(trace["answer"]), "context": sha(context),
+def field_hashes(case: dict, trace: dict, context: list[str], question: Optional[str] = None) -> dict[str, str]:
+    """The hash of each field a judge metric may read (judging.READS); `question` is judge_input(case), when
+    the caller has it."""
+    return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]), "context": sha(context),
             "reference": sha(case["reference"])}
 
 
@@ -165,10 +166,10 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     from harness.judging import Measure, tool_scores
 
     cid, view = case["id"] + variant, view or inputs.view(trace)
-    context = view["context"]
-    hashes = field_hashes(case, trace, context)
+    context, question = view["context"], judge_input(case)
+    hashes = field_hashes(case, trace, context, question)
     needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(
-        judge_input(case), trace["tool_calls"], case["expected_tools"], judge))}
+        question, trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []
     if case.get("expected_behavior") == "abstain" and view["searched"]:
         behaviour.append("abstained")
@@ -177,5 +178,5 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     for metric in judged_metrics(context) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context, hashes),
-            Measure(metric, judge_input(case), trace["answer"], case["reference"], context))
+            Measure(metric, question, trace["answer"], case["reference"], context))
     return needed

@@ -260,9 +260,11 @@ def summarize(rows: list[dict], k: int) -> dict:
 def categories(rows: list[dict]) -> dict[str, dict]:
     """Per category: its pass rate with the Wilson interval, and its most common first failure. Reported,
     never gated: a category of a handful of cases moves tens of points on one flip."""
+    grouped: dict[str, list[dict]] = {}
+    for r in rows:
+        grouped.setdefault(r.get("category", "uncategorised"), []).append(r)
     found = {}
-    for category in dict.fromkeys(r.get("category", "uncategorised") for r in rows):
-        mine = [r for r in rows if r.get("category", "uncategorised") == category]
+    for category, mine in grouped.items():
         failures = [r["first_failure"] for r in mine if r["first_failure"]]
         top = max(dict.fromkeys(failures), key=failures.count) if failures else None
         found[category] = {**rate(len(mine) - len(failures), len(mine)), "top_failure": top}
