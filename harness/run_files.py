@@ -5,7 +5,9 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import orjson
 
 from cassette import RecordingError, read_key, shown, write_atomic
 
@@ -59,11 +61,20 @@ def json_lines(report: dict) -> Iterator[str]:
         if field == "rows" and isinstance(value, list) and value:
             yield '  "rows": [\n'
             for j, row in enumerate(value):
-                yield f"    {json.dumps(row)}{',' if j < len(value) - 1 else ''}\n"
+                yield f"    {one_line(row)}{',' if j < len(value) - 1 else ''}\n"
             yield "  ]" + comma
         else:
-            yield f"  {json.dumps(field)}: {json.dumps(value)}{comma}"
+            yield f"  {one_line(field)}: {one_line(value)}{comma}"
     yield "}\n"
+
+
+def one_line(value: Any) -> str:
+    """A value as one line of JSON, compact, UTF-8 as it is (orjson, quick; JSON has no NaN, so a non-finite
+    number is null); json.dumps's where orjson refuses (an integer beyond 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value)
 
 
 def write_if_changed(path: Path, text) -> None:

@@ -8,6 +8,7 @@ from operator import contains
 from typing import Any, Optional
 
 NUMBER = (int, float)
+PLAIN_TOOL = {str, type(None)}  # an output's tool, as JSON reads it
 
 
 def kind(value: Any) -> str:
@@ -42,6 +43,8 @@ def trace_problem(value: Any) -> Optional[str]:
     if found:
         return found
     for i, call in enumerate(value["tool_calls"]):
+        if type(call) is dict and type(call.get("name")) is str and type(call.get("args")) is dict:
+            continue  # the usual call, checked at once; what is wrong with another is found below
         at = f"value.tool_calls[{i}]"
         found = expect(call, (dict,), at, "an object") or first(
             expect(call.get("name"), (str,), f"{at}.name", "a string"),
@@ -49,6 +52,9 @@ def trace_problem(value: Any) -> Optional[str]:
         if found:
             return found
     for i, output in enumerate(value["tool_outputs"]):
+        if type(output) is dict and type(output.get("tool")) in PLAIN_TOOL and type(output.get("content")) is str \
+                and "artifact" not in output and "callbacks" not in output:
+            continue  # the usual output, checked at once
         at = f"value.tool_outputs[{i}]"
         found = expect(output, (dict,), at, "an object") or first(
             expect(output.get("tool"), (str,), f"{at}.tool", "a string", optional=True),

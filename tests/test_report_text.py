@@ -13,6 +13,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from harness import report
+from harness.run_files import one_line
 from harness.report import markdown
 
 HERE = Path(__file__).parent.parent
@@ -130,3 +131,16 @@ def test_a_cell_escapes_its_pipes_and_a_code_span_outlasts_its_backticks():
     assert code("<b>\nx") == "`<b> x`"  # HTML is not read in a code span: it shows as written
     for value in ("a`b", "`a``", " a "):
         assert rendered(code(value)) == f"<p><code>{html.escape(value, quote=False)}</code></p>\n"
+
+
+# ---- the JSON report's lines -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [{"reason": "déjà vu", "score": 0.5, "n": 3}, [1e-05, 1e16, -0.0, True, None],
+                                   {"big": 2 ** 70}, {"lone": "\ud800"}, {1: "a key that is a number"}])
+def test_a_report_line_reads_back_as_json_dumps_would(value):
+    line = one_line(value)
+    assert "\n" not in line and json.loads(line) == json.loads(json.dumps(value))
+
+
+def test_a_report_line_writes_a_number_that_is_not_finite_as_null():
+    assert json.loads(one_line({"score": float("nan"), "bound": float("inf")})) == {"score": None, "bound": None}
