@@ -253,7 +253,6 @@ class Cassette:
         self.used: dict[str, Any] = {}
         self.computed = 0
         self.on_disk: dict[str, Any] = {}  # the file's entries, each as its text until looked up
-        self.from_disk: set[str] = set()  # entries this run used as the file holds them
         self.seen: dict[str, str] = {}  # one copy of each string at the top of the values parsed (shared)
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
@@ -453,8 +452,6 @@ class Cassette:
         if self.live:  # a replay keeps nothing it has looked up: its rows hold what they need
             with self.lock:
                 self.used[entry] = stored  # as the file holds it, when it does: text until it is written
-                if self.on_disk.get(entry) is stored:  # not replaced by the journal
-                    self.from_disk.add(entry)
         return item["value"], []
 
     def get(self, entry: str, deps_of: Callable[[Any], dict], compute: Optional[Callable[[], Any]] = None) -> Any:
@@ -500,8 +497,9 @@ class Cassette:
 
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
-        with self.lock:  # from_disk is within both used and on_disk: equal sizes are equal sets
-            return self.path.exists() and len(self.from_disk) == len(self.used) == len(self.on_disk)
+        with self.lock:  # the very objects the file's entries were read as: neither recomputed nor the journal's
+            return self.path.exists() and len(self.used) == len(self.on_disk) and all(
+                item is self.on_disk.get(entry) for entry, item in self.used.items())
 
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`
@@ -512,7 +510,6 @@ class Cassette:
                 for name, item in self.on_disk.items():
                     if name not in self.used and keep(name):
                         self.used[name] = item
-                        self.from_disk.add(name)
         written = not self.unchanged()
         if written:
             write_atomic(self.path, self.dumps())
