@@ -145,7 +145,7 @@ def read_lines(path: Path) -> Optional[dict]:
                 if not line.startswith(ENTRY_LINE):
                     break
                 name, at = decode(line, 2)
-                entries[name] = line[at + 2:].rstrip("\n").removesuffix(",")
+                entries[name] = line[at + 2:-2] if line.endswith(",\n") else line[at + 2:].rstrip("\n")
             rest = line + f.read()
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None

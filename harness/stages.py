@@ -317,12 +317,16 @@ SPENDING = ("agent_in", "agent_out", "judge_in", "judge_out")
 def spent(row: dict) -> dict:
     """Tokens and cost of one run's paid calls: the agent's, and the judge's over its metrics; the cost is None
     when no provider reported one."""
-    judged = row.get("judged", {}).values()
-    costs = [v["cost"] for v in judged if v.get("cost") is not None]
-    return {"agent_in": row.get("usage", {}).get("input_tokens", 0),
-            "agent_out": row.get("usage", {}).get("output_tokens", 0),
-            "judge_in": sum(v.get("tokens_in") or 0 for v in judged),
-            "judge_out": sum(v.get("tokens_out") or 0 for v in judged), "cost": sum(costs) if costs else None}
+    judge_in = judge_out = 0
+    costs = []
+    for v in row.get("judged", {}).values():
+        judge_in += v.get("tokens_in") or 0
+        judge_out += v.get("tokens_out") or 0
+        if v.get("cost") is not None:
+            costs.append(v["cost"])
+    usage = row.get("usage", {})
+    return {"agent_in": usage.get("input_tokens", 0), "agent_out": usage.get("output_tokens", 0),
+            "judge_in": judge_in, "judge_out": judge_out, "cost": sum(costs) if costs else None}
 
 
 def added(*spendings: dict) -> dict:
