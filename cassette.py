@@ -521,4 +521,4 @@ class Cassette:
     def dropped(self) -> int:
         """Entries the file held that this run did not use: stale ones, and those of removed cases."""
         with self.lock:
-            return len(set(self.on_disk) - set(self.used))
+            return len(self.on_disk.keys() - self.used.keys())

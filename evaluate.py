@@ -310,7 +310,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             written = cassette.save(keep)
             if rounds is not None:
                 rounds.journal.path.unlink(missing_ok=True)  # every answer is in the recording now
-            dropped = f", dropped {cassette.dropped()} no longer current" if cassette.dropped() else ""
+            gone = cassette.dropped()
+            dropped = f", dropped {gone} no longer current" if gone else ""
             progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
                          f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:

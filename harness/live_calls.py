@@ -304,9 +304,10 @@ class Progress:
         with self.lock:
             if outcome:
                 self.counts[outcome] = self.counts.get(outcome, 0) + 1
+            if not self.bar:
+                return
             counts = " ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
-        if self.bar:
-            self.bar.update(self.task, advance=1, counts=counts and f"failing: {counts}")
+        self.bar.update(self.task, advance=1, counts=counts and f"failing: {counts}")
 
     def log(self, line: str) -> None:
         if self.bar:
