@@ -111,8 +111,8 @@ def judge_input(case: dict) -> str:
 def field_hashes(case: dict, trace: dict, context: list[str], question: Optional[str] = None) -> dict[str, str]:
     """The hash of each field a judge metric may read (judging.READS); `question` is judge_input(case), when
     the caller has it."""
-    return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]), "context": sha(context),
-            "reference": sha(case["reference"])}
+    return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]),
+            "context": sha(context), "reference": sha(case["reference"])}
 
 
 def judge_identity(judge: str) -> dict:

@@ -48,7 +48,8 @@ def report_files(folder: Path, report: dict, text: Optional[str] = None) -> dict
     runs, key = folder / "runs", report["key"]
     name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"]) + (
         "" if report["split"] == "dev" else f".{report['split']}")
-    return {runs / f"{name}.json": lambda: json_lines(report), runs / f"{name}.md": lambda: [text or markdown(report), "\n"],
+    return {runs / f"{name}.json": lambda: json_lines(report),
+            runs / f"{name}.md": lambda: [text or markdown(report), "\n"],
             runs / f"{name}.html": lambda: html_parts(report)}
 
 
