@@ -1,5 +1,6 @@
 """Nothing paid is lost, nothing half-written: damaged journals and recordings, two runs at once, signals at
 awkward moments, hand-edited values, and bounds. Each test names the failure it guards against."""
+import hashlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import evaluate
 from cassette import Cassette, loads, write_atomic
 from conftest import OFFLINE, OFFLINE_RUN
 from harness import capture
+from harness.entries import sha
 from harness.live_calls import Pool
 
 HERE = Path(__file__).parent.parent
@@ -309,6 +311,21 @@ def test_the_quick_reader_refuses_what_json_refuses_with_its_error(text):
     with pytest.raises(expected.type) as got:
         loads(text)
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("value", [*ODD_VALUES, "tab\there \"quoted\" \\ \u2028 \x7f", {"b": [{"z": 1, "a": 2}], "a": ""},
+                                   {2: "int keys", 1: None}, [], {}, ""])
+def test_an_entry_key_hashes_json_dumps_with_sorted_keys(value):
+    # every recorded entry's deps are these hashes: a quicker encoder must not change one
+    assert sha(value) == hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def test_an_entry_key_of_what_json_cannot_hold_raises_as_json_does():
+    for value in ({"a": {1j}}, [object()], {(1, 2): 3}):
+        with pytest.raises(TypeError):
+            json.dumps(value, sort_keys=True)
+        with pytest.raises(TypeError):
+            sha(value)
 
 
 def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, monkeypatch, capsys):
