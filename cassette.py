@@ -5,13 +5,17 @@ recorded dependencies equal `deps_of(value)` now; in replay anything else raises
 changed, and `compute` is never called; in live mode only a missing or stale entry is computed. Each
 computed entry is appended at once to a journal beside the recording (one JSON line each, so an
 interrupted run keeps everything it paid for); `save()` writes the entries this run used, atomically,
-and writes nothing when they are exactly what the file already holds.
+and writes nothing when they are exactly what the file already holds. Each entry is checked as it is read;
+a file whose very text passed every check once is read unchecked, as long as its stamp (the SHA-256 of that
+text, the check's code and this reader's) says so.
 """
+import hashlib
 import json
 import os
 import sys
 import tempfile
 import threading
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Union
 
@@ -61,13 +65,18 @@ def loads(text: str) -> Any:
     """json.loads, quicker: orjson reads a text it reads as json does, one that cannot nest deeper than Python
     recurses and holds no run of 19 digits (maybe an integer beyond 64 bits, which orjson reads as a float);
     json reads the rest (and what orjson refuses: NaN, lone surrogates) and raises as json.loads does."""
+    return parsed(text)[0]
+
+
+def parsed(text: str) -> tuple[Any, bool]:
+    """loads(text), and whether orjson read it (then orjson reads these very bytes as json does, every time)."""
     if isinstance(text, str) and (len(text) <= SHALLOW or text.count("[") + text.count("{") <= SHALLOW) \
             and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
         try:
-            return orjson.loads(text)
+            return orjson.loads(text), True
         except orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+    return json.loads(text), False
 
 
 def shared(value: Any, seen: dict[str, str]) -> Any:
@@ -130,51 +139,66 @@ def write_atomic(path: Path, text: Union[str, Iterable[str]]) -> None:
 ENTRY_LINE = '  "'
 
 
-def read_lines(path: Path) -> Optional[dict]:
+def read_lines(path: Path, digest: bool = False) -> Optional[dict]:
     """A recording in the form dumps_recording writes (its key on the first line, an entry a line), with each
     entry kept as its JSON text, to be parsed when it is looked up (parse_item): a replay of a large
-    recording then never holds it all parsed at once. None for a file of another layout."""
+    recording then never holds it all parsed at once; with `digest`, also the SHA-256 of the very text read
+    (text_digest). None for a file of another layout."""
+    hashed = hashlib.sha256() if digest else None
     try:
         with open(path, encoding="utf-8-sig") as f:
             first = f.readline()
             if not (first.startswith('{"key": ') and first.endswith(', "entries": {\n')):
                 return None
             key = json.loads(first[len('{"key": '):-len(', "entries": {\n')])
-            entries, decode = {}, json.JSONDecoder().raw_decode
+            if hashed:
+                hashed.update(first.encode())
+            entries, decode, line = {}, json.JSONDecoder().raw_decode, ""
             for line in f:
+                if hashed:
+                    hashed.update(line.encode())
                 if not line.startswith(ENTRY_LINE):
                     break
                 name, at = decode(line, 2)
                 entries[name] = line[at + 2:-2] if line.endswith(",\n") else line[at + 2:].rstrip("\n")
-            rest = line + f.read()
+            rest = f.read()
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if rest.strip() != "}}" or not isinstance(key, dict) or key.get("format") != FORMAT:
+    if (line + rest).strip() != "}}" or not isinstance(key, dict) or key.get("format") != FORMAT:
         return None
-    return {"key": key, "entries": entries}
+    if hashed:
+        hashed.update(rest.encode())
+    return {"key": key, "entries": entries, **({"digest": hashed.hexdigest()} if hashed else {})}
 
 
 def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) -> dict:
     """An entry kept as text by read_lines, parsed and checked as read_recording checks every entry."""
+    return checked_item(path, name, raw, check)[0]
+
+
+def checked_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) \
+        -> tuple[dict, bool]:
+    """parse_item, and whether orjson read the entry (parsed)."""
     try:
-        item = loads(raw)
+        item, quick = parsed(raw)
     except (ValueError, RecursionError):
         raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}]: malformed JSON") from None
     wrong = item_problem(name, item, check)
     if wrong:
         raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}].{wrong}")
-    return item
+    return item, quick
 
 
 def read_recording(path: Path, check: Optional[Callable[[str, Any], Optional[str]]] = None,
-                   lazy: bool = False) -> dict:
+                   lazy: bool = False, digest: bool = False) -> dict:
     """A recording's header and entries; a missing, malformed or old-format file, or an entry whose value is
     not of its kind's shape (`check(entry, value)` says what is wrong), is a RecordingError. With `lazy`, a
-    file in the line layout keeps each entry as text (read_lines): it is checked when parsed."""
+    file in the line layout keeps each entry as text (read_lines, with the file's `digest` if asked): it is
+    checked when parsed."""
     if not Path(path).exists():
         raise RecordingError(f"{shown(path)}: no recording; record one with --live")
     if lazy:
-        found = read_lines(path)
+        found = read_lines(path, digest)
         if found is not None:
             return found
     data = read_json(path)
@@ -236,14 +260,41 @@ def dump_entry(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+def code_of(module) -> str:
+    """A hash of a module's source file: the version of a check it defines."""
+    return hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()[:16]
+
+
+@cache
+def reader_version() -> str:
+    """What reading an entry depends on besides its bytes: this file, orjson's version and Python's."""
+    return hashlib.sha256(Path(__file__).read_bytes() + f"{orjson.__version__} {sys.version}".encode()).hexdigest()[:16]
+
+
+def text_digest(text: str) -> str:
+    """The SHA-256 of a text's UTF-8, a megabyte at a time: of a recording's text as read_lines reads it back."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), 1 << 20):
+        digest.update(text[start:start + (1 << 20)].encode())
+    return digest.hexdigest()
+
+
 class Cassette:
     def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False,
                  check: Optional[Callable[[str, Any], Optional[str]]] = None,
-                 predict: Optional[Callable[[str], Any]] = None, also: Optional[tuple[Path, dict]] = None):
+                 predict: Optional[Callable[[str], Any]] = None, also: Optional[tuple[Path, dict]] = None,
+                 stamp: Optional[tuple[str, Path]] = None):
         """`predict` makes a dry live run (a plan): nothing is computed, locked or written; a missing entry is
         noted in `planned` with why, and `predict(entry)` stands in for its value. `also` is (path, header)
-        of another recording whose entries this one may reuse, read only (a shard reads the project's)."""
+        of another recording whose entries this one may reuse, read only (a shard reads the project's).
+        `stamp` is (the version of `check`, say code_of its module; a file): a recording whose very bytes
+        passed that check once is read unchecked, as that file, its stamp, says."""
         self.path, self.live, self.rerecord, self.check, self.predict = Path(path), live, rerecord, check, predict
+        self.checked_by, self.stamp = stamp if stamp is not None and check is not None else (None, None)
+        self.digest: Optional[str] = None  # of the file's bytes as read, when checked_by asks for its stamp
+        self.trusted = False  # the stamp holds this digest: every entry of the file was read and checked before
+        self.slow = False  # an entry of the file was read by json, not orjson: its bytes are not stamped
+        self.kept: set[str] = set()  # the file's entries save() kept unread (a run of some cases)
         self.planned: list[tuple[str, list[str]]] = []
         self.key = {"format": FORMAT, **header}
         self.journal = self.path.with_name(f".{self.path.stem}.partial.jsonl")
@@ -258,7 +309,8 @@ class Cassette:
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
         if not live:
-            data = read_recording(self.path, check, lazy=True)
+            data = read_recording(self.path, check, lazy=True, digest=self.checked_by is not None)
+            self._trust(data.get("digest"))
             changed = key_changes(data["key"], self.key)
             if changed:
                 raise RecordingError(f"{shown(self.path)}: recording is stale: "
@@ -331,7 +383,7 @@ class Cassette:
             self.rerecord = True  # a --rerecord that was interrupted must not be topped up from the old file
         if self.path.exists():
             try:
-                data = read_recording(self.path, self.check, lazy=True)
+                data = read_recording(self.path, self.check, lazy=True, digest=self.checked_by is not None)
             except RecordingError as e:
                 if not self.rerecord:
                     raise RecordingError(f"{e}; it is not replaced (recording it again would pay for every "
@@ -345,6 +397,7 @@ class Cassette:
                         f"{f} {data['key'].get(f)!r}" for f in changed) + ", not " + ", ".join(
                         f"{f} {self.key.get(f)!r}" for f in changed) + "; it is not replaced: move it aside")
                 self.on_disk = data["entries"]
+                self._trust(data.get("digest"))
                 if not self.rerecord:
                     self.recorded.update(data["entries"])
         if journal is not None:
@@ -421,10 +474,45 @@ class Cassette:
                               f"{len(entries)} entries are kept")
         return {"rerecord": meta.get("rerecord", False), "entries": entries}
 
+    def _trust(self, digest: Optional[str]) -> None:
+        self.digest = digest
+        if digest is not None:
+            try:
+                self.trusted = self.stamp.read_text(encoding="utf-8") == self._stamp_text(digest)
+            except (OSError, UnicodeDecodeError):
+                self.trusted = False
+
+    def _stamp_text(self, digest: str) -> str:
+        return f"{reader_version()} {self.checked_by} {digest}\n"
+
+    def _parse(self, entry: str, text: str) -> dict:
+        """A file's entry kept as text, parsed and checked (parse_item); unchecked when the stamp vouches."""
+        if self.trusted:
+            return orjson.loads(text)  # these very bytes were read by orjson and passed the check before
+        item, quick = checked_item(self.path, entry, text, self.check)
+        self.slow = self.slow or not quick
+        return item
+
+    def _vouch(self, digest: str) -> None:
+        """Stamp a file of these bytes as checked; a stamp that cannot be written costs the next run its checks."""
+        try:
+            write_atomic(self.stamp, self._stamp_text(digest))
+        except OSError:
+            pass
+
+    def remember_checked(self) -> None:
+        """After a replay or a live run that read every entry of the file and found each well formed: stamp its
+        bytes, so the next run reads them unchecked. A replay marks each entry it read (lookup); a live run
+        read those it used."""
+        if self.digest is None or self.trusted or self.slow or self.kept:
+            return
+        if self.unchanged() if self.live else all(type(text) is tuple for text in self.recorded.values()):
+            self._vouch(self.digest)
+
     def disk_item(self, entry: str) -> Optional[dict]:
         """The file's entry, parsed (None when the file lacks it)."""
         item = self.on_disk.get(entry)
-        return parse_item(self.path, entry, item, self.check) if isinstance(item, str) else item
+        return self._parse(entry, item) if isinstance(item, str) else item
 
     def has(self, entry: str) -> bool:
         """Whether this run has a current value for `entry` (recorded, or computed now)."""
@@ -440,9 +528,13 @@ class Cassette:
                 stored = self.recorded.get(entry)
         if stored is None:
             return ABSENT, ["not recorded"]
+        if type(stored) is tuple:  # a replay's mark of an entry it read once already
+            stored = stored[0]
         item = stored
         if isinstance(stored, str):
-            item = parse_item(self.path, entry, stored, self.check)
+            item = self._parse(entry, stored)
+            if not self.live and self.digest is not None and not self.trusted:
+                self.recorded[entry] = (stored,)  # read and checked: remember_checked counts on it
             item["value"] = shared(item["value"], self.seen)
         if known:
             return item["value"], []
@@ -491,9 +583,29 @@ class Cassette:
 
     def dumps(self) -> str:
         """Entries sorted by name, so the file does not depend on the order calls completed in."""
+        return dumps_recording(self.key, self._texts())
+
+    def _texts(self) -> dict[str, str]:
+        """The entries this run used, sorted by name, each as the JSON text the file holds."""
         with self.lock:
-            entries = dict(sorted(self.used.items()))
-        return dumps_recording(self.key, entries)
+            entries = sorted(self.used.items())
+        return {name: item if isinstance(item, str) else json.dumps(item) for name, item in entries}
+
+    def _all_checked(self, texts: dict[str, str]) -> bool:
+        """Whether every entry of a file about to hold `texts` reads with orjson and passes the check: the
+        file's own entries as this run read them, the others read now."""
+        for name, text in texts.items():
+            if text is self.on_disk.get(name):
+                if not self.trusted and (self.slow or name in self.kept):
+                    return False
+                continue  # read and checked by this run, as it used it
+            try:
+                item, quick = parsed(text)
+            except (ValueError, RecursionError):
+                return False
+            if not quick or item_problem(name, item, self.check):
+                return False
+        return True
 
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
@@ -510,9 +622,16 @@ class Cassette:
                 for name, item in self.on_disk.items():
                     if name not in self.used and keep(name):
                         self.used[name] = item
+                        self.kept.add(name)
         written = not self.unchanged()
         if written:
-            write_atomic(self.path, self.dumps())
+            texts = self._texts()
+            text = dumps_recording(self.key, texts)
+            write_atomic(self.path, text)
+            if self.checked_by is not None and self._all_checked(texts):
+                self._vouch(text_digest(text))
+        else:
+            self.remember_checked()
         if self.journal.exists():
             self.journal.unlink()
         self.close()

@@ -20,7 +20,8 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_key, read_recording, shown, write_atomic
+from cassette import (ABSENT, Cassette, RecordingError, code_of, printable_stdout, read_key, read_recording, shown,
+                      write_atomic)
 from harness import console, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
@@ -203,6 +204,11 @@ def of_split(report: dict, split: str) -> dict:
 
 # ---- the command line ------------------------------------------------------------------------------------
 
+def checks(path: Path, folder: Path) -> dict:
+    """A recording's shape check, and where the stamp of a file that passed it goes: the project's .cache."""
+    return {"check": shapes.problem, "stamp": (code_of(shapes), folder / ".cache" / "checked" / path.stem)}
+
+
 def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None,
            judge: Optional[str] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
@@ -210,9 +216,10 @@ def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Op
     for path in replay_targets(loaded.project.folder, name, model, judge):
         names = read_key(path)
         cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False,
-                            check=shapes.problem)
+                            **checks(path, loaded.project.folder))
         reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
+        cassette.remember_checked()
     return reports
 
 
@@ -283,7 +290,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             if source.exists():
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
-    cassette = Cassette(path, head, live=True, rerecord=rerecord, check=shapes.problem, predict=predict, also=also)
+    cassette = Cassette(path, head, live=True, rerecord=rerecord, predict=predict, also=also,
+                        **checks(path, loaded.project.folder))
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)
