@@ -50,7 +50,7 @@ ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=str).encode  # a call's
 
 def escaped(value: Any) -> str:
     """Any value as HTML text, quotes included: every value the pages show goes through it."""
-    text = str(value)
+    text = value if type(value) is str else str(value)
     special = "&" in text or "<" in text or ">" in text or '"' in text or "'" in text  # what escape replaces
     return escape(text, quote=True) if special else text
 
@@ -133,9 +133,9 @@ def _table(report: dict) -> str:
 def _pages(r: dict) -> str:
     expected = list(r.get("expected_docs") or [])
     retrieved = list(r.get("retrieved") or [])
-    items = [f'<li class="expected">{escaped(p)} ✓ expected</li>' if p in expected else f"<li>{escaped(p)}</li>"
+    items = [f'<li class="expected">{escaped(p)} &#10003; expected</li>' if p in expected else f"<li>{escaped(p)}</li>"
              for p in retrieved]
-    missed = [f'<li class="missed">{escaped(p)} ✗ missed</li>' for p in expected if p not in retrieved]
+    missed = [f'<li class="missed">{escaped(p)} &#10007; missed</li>' for p in expected if p not in retrieved]
     listing = f"<ol>{''.join(items)}</ol>" if items else "<p>none retrieved</p>"
     return listing + (f"<p>Expected but not retrieved:</p><ul>{''.join(missed)}</ul>" if missed else "")
 
@@ -291,7 +291,8 @@ def funnel(report: dict) -> list[dict]:
     cases = [(r.get("first_failure"), set(stage_results(r)) | {r.get("first_failure")}) for r in _scored(report)]
     steps = []
     for i, stage in enumerate(STAGES):
-        entering = [failure for failure, applies in cases if stage in applies and failure not in STAGES[:i]]
+        earlier = STAGES[:i]
+        entering = [failure for failure, applies in cases if stage in applies and failure not in earlier]
         steps.append({"stage": stage, "entering": len(entering),
                       "passing": sum(failure != stage for failure in entering)})
     return steps
