@@ -609,9 +609,8 @@ class Cassette:
 
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
-        with self.lock:  # the very objects the file's entries were read as: neither recomputed nor the journal's
-            return self.path.exists() and len(self.used) == len(self.on_disk) and all(
-                item is self.on_disk.get(entry) for entry, item in self.used.items())
+        with self.lock:  # the objects the file's entries were read as (compared by identity first, in C)
+            return self.path.exists() and self.used == self.on_disk
 
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`
@@ -640,4 +639,4 @@ class Cassette:
     def dropped(self) -> int:
         """Entries the file held that this run did not use: stale ones, and those of removed cases."""
         with self.lock:
-            return len(self.on_disk.keys() - self.used.keys())
+            return 0 if self.on_disk.keys() <= self.used.keys() else len(self.on_disk.keys() - self.used.keys())
