@@ -583,27 +583,26 @@ class Cassette:
 
     def dumps(self) -> str:
         """Entries sorted by name, so the file does not depend on the order calls completed in."""
-        return dumps_recording(self.key, self._texts())
-
-    def _texts(self) -> dict[str, str]:
-        """The entries this run used, sorted by name, each as the JSON text the file holds."""
         with self.lock:
-            entries = sorted(self.used.items())
-        return {name: item if isinstance(item, str) else json.dumps(item) for name, item in entries}
+            entries = dict(sorted(self.used.items()))
+        return dumps_recording(self.key, entries)
 
-    def _all_checked(self, texts: dict[str, str]) -> bool:
-        """Whether every entry of a file about to hold `texts` reads with orjson and passes the check: the
-        file's own entries as this run read them, the others read now."""
-        for name, text in texts.items():
-            if text is self.on_disk.get(name):
+    def _all_checked(self) -> bool:
+        """Whether every entry this run used reads back with orjson and passes the check: the file's own text
+        as this run read it, the others (computed, the journal's, or the file's read as one document) written
+        and read now, one at a time."""
+        with self.lock:
+            entries = list(self.used.items())
+        for name, item in entries:
+            if isinstance(item, str) and item is self.on_disk.get(name):  # the file's text of it
                 if not self.trusted and (self.slow or name in self.kept):
                     return False
                 continue  # read and checked by this run, as it used it
             try:
-                item, quick = parsed(text)
+                value, quick = parsed(item if isinstance(item, str) else json.dumps(item))
             except (ValueError, RecursionError):
                 return False
-            if not quick or item_problem(name, item, self.check):
+            if not quick or item_problem(name, value, self.check):
                 return False
         return True
 
@@ -624,11 +623,12 @@ class Cassette:
                         self.kept.add(name)
         written = not self.unchanged()
         if written:
-            texts = self._texts()
-            text = dumps_recording(self.key, texts)
+            text = self.dumps()
             write_atomic(self.path, text)
-            if self.checked_by is not None and self._all_checked(texts):
-                self._vouch(text_digest(text))
+            if self.checked_by is not None:
+                digest, text = text_digest(text), None
+                if self._all_checked():
+                    self._vouch(digest)
         else:
             self.remember_checked()
         if self.journal.exists():

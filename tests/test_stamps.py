@@ -113,3 +113,14 @@ def test_a_live_run_with_nothing_to_do_stamps_the_file_it_read_whole(live_projec
 def test_a_live_run_of_some_cases_that_writes_the_recording_stamps_nothing(live_project):
     assert evaluate.main(["--live", "--rerecord", "--case", "backup", "--quiet"]) == 0  # the others kept unread
     assert not stamp_of(live_project).exists()
+
+
+def test_a_live_run_that_rewrites_a_file_it_read_whole_checks_what_it_writes(live_project):
+    path = recording_of(live_project)  # read as one JSON document, not line by line: its entries as objects
+    data = json.loads(path.read_text())
+    del data["entries"]["tools/backup"]  # one entry to record again, so the file is written
+    data["entries"]["agent/backup"]["value"]["usage"]["input_tokens"] = 123456789012345678901  # orjson: a float
+    path.write_text(json.dumps(data))
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert "tools/backup" in json.loads(path.read_text())["entries"]
+    assert not stamp_of(live_project).exists()
