@@ -39,9 +39,32 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
     """Reciprocal rank fusion: a page scores the sum of 1 / (k + rank) over the rankings holding it, ranks
     from 1. Compared exactly (integer numerators over a common denominator), so a tie is a tie; ties keep
     the order pages first appear in, the first ranking first."""
+    rankings = [list(dict.fromkeys(ranking)) for ranking in rankings]
+    longest = max(map(len, rankings), default=0)
+    if longest > COMMON_UP_TO:
+        return _rrf_pairwise(rankings, k)
+    weight, score = _weights(k, longest), {}
+    for ranking in rankings:
+        for page, w in zip(ranking, weight):
+            score[page] = score.get(page, 0) + w
+    return sorted(score, key=score.__getitem__, reverse=True)  # stable: a tie keeps its first appearance
+
+
+COMMON_UP_TO = 256  # rankings this long share one denominator, lcm(k + 1 ... k + 256): a number of ~110 digits
+
+
+@cache
+def _weights(k: int, n: int) -> list[int]:
+    """1 / (k + rank) for ranks 1..n, each as its numerator over the common denominator lcm(k + 1 ... k + n)."""
+    common = math.lcm(*range(k + 1, k + n + 1))
+    return [common // (k + rank) for rank in range(1, n + 1)]
+
+
+def _rrf_pairwise(rankings: list[list[str]], k: int) -> list[str]:
+    """rrf for long rankings: each page's score as its own fraction, pages compared two at a time."""
     ranks: dict[str, list[int]] = {}
     for ranking in rankings:
-        for rank, page in enumerate(dict.fromkeys(ranking), start=1):
+        for rank, page in enumerate(ranking, start=1):
             ranks.setdefault(page, []).append(k + rank)
     exact = {}
     for page, denominators in ranks.items():
