@@ -5,7 +5,9 @@ to N cases with the offline backends at the default concurrency.
     python benchmarks/scale.py [N ...] [--harness DIR]
 
 --harness runs another checkout's evaluate.py on the same grown project (to measure before and after a
-change: `git worktree add /tmp/before REV`, then `--harness /tmp/before`).
+change: `git worktree add /tmp/before REV`, then `--harness /tmp/before`). Children write and read bytecode,
+as Python does by default (PYTHONDONTWRITEBYTECODE is dropped), so the first run compiles the harness and the
+others do not.
 """
 import argparse
 import os
@@ -30,6 +32,7 @@ def measured(harness: Path, project: Path, *args: str) -> tuple[int, float, int]
     """(exit code, wall seconds, peak MB) of `evaluate.py --project PROJECT ARGS`."""
     env = {**os.environ, "DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
     env.pop("DOCS_OFFLINE_LATENCY_MS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as Python does by default: the first run compiles, the rest read .pyc
     command = [sys.executable, "-c", MEASURE, sys.executable, str(harness / "evaluate.py"), "--project", str(project),
                *args]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=harness, check=True)
