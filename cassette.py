@@ -279,6 +279,27 @@ def text_digest(text: str) -> str:
     return digest.hexdigest()
 
 
+def exclusive(handle) -> bool:
+    """An exclusive lock on an open file, taken without waiting: False when another process holds it. The
+    system drops it when its process ends, however it ends. fcntl.flock on POSIX (portalocker's own way there,
+    without its import), portalocker on Windows."""
+    if os.name == "nt":
+        import portalocker
+
+        try:
+            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.LockException:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 class Cassette:
     def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False,
                  check: Optional[Callable[[str, Any], Optional[str]]] = None,
@@ -339,19 +360,20 @@ class Cassette:
 
     def _hold(self) -> None:
         """One live run per recording: an exclusive lock on `.NAME.lock` beside it, held until close()."""
-        import portalocker
-
         lock = self.path.with_name(f".{self.path.stem}.lock")
         lock.parent.mkdir(parents=True, exist_ok=True)
         handle = open(lock, "a+", encoding="utf-8")
         try:
-            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
-        except portalocker.LockException:
+            held = exclusive(handle)
+        except BaseException:
+            handle.close()
+            raise
+        if not held:
             handle.seek(0)
             holder = " ".join(handle.read().split())[:120] or "another process"
             handle.close()
             raise RecordingError(f"{shown(self.path)}: another live run is recording it ({holder}); wait for it "
-                                 "to end, or stop it") from None
+                                 "to end, or stop it")
         import datetime
 
         handle.seek(0)
