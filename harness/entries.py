@@ -17,36 +17,19 @@ A case whose first failure is retrieval also gets the same three kinds for its c
 expected pages, so the trace depends on those pages' content instead of every page.
 """
 import hashlib
-import json
-from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Callable, Optional
 
-from harness import trace as traces
+from harness import json_text, trace as traces
 from harness.judging import READS, judged_metrics, stage_of
 
 
-def _unencodable(value):
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _sorted_encoder() -> Callable[[object], str]:
-    """json.dumps(value, sort_keys=True), text for text: the C encoder json.dumps builds on every call, built
-    once (without its check for a value holding itself: a parsed JSON value never does)."""
-    try:
-        chunks = c_make_encoder(None, _unencodable, encode_basestring_ascii, None, ": ", ", ", True, False, True)
-        return lambda value: "".join(chunks(value, 0))
-    except TypeError:  # no C accelerator, or another signature: the same text through json's own encoder
-        return json.JSONEncoder(sort_keys=True).encode
-
-
-_SORTED = _sorted_encoder()
+_SORTED = json_text.encoder(sort_keys=True)  # json.dumps(value, sort_keys=True)
 
 
 def sha(value) -> str:
     """Content hash of any JSON value: the first 12 hex digits of the SHA-256 of json.dumps(value,
     sort_keys=True)."""
-    text = encode_basestring_ascii(value) if type(value) is str else _SORTED(value)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return hashlib.sha256(_SORTED(value).encode()).hexdigest()[:12]
 
 
 class Inputs:

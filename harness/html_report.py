@@ -6,10 +6,10 @@ pictures are inline SVG drawn here (a stage funnel, pass rates with their Wilson
 category, and the counterfactual runs' verdicts when the report has them); every number in them is also
 text, and the tables below say everything without them.
 """
-import json
 from html import escape
 from typing import Any, Iterator, Optional
 
+from harness import json_text
 from harness.stages import STAGES, deepeval_disagrees, stage_results
 from harness.stats import rate_text, wilson_interval
 
@@ -45,7 +45,7 @@ li.missed { color: #a11; font-weight: 600; }
 """
 
 
-ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=str).encode  # a call's arguments as the page shows them
+ARGUMENTS = json_text.encoder(ensure_ascii=False, default=str)  # a call's arguments as the page shows them
 
 
 def escaped(value: Any) -> str:
@@ -101,8 +101,8 @@ def _row(r: dict, threshold: float) -> str:
     tools, ret, judged = r.get("tools") or {}, r.get("retrieval"), r.get("judged") or {}
     calls = r.get("calls") or [c.get("name") for c in r.get("tool_calls") or []]
     ret_ok = None if ret is None else ret.get("recall") == 1.0
-    tools_ok = tools.get("pass")
-    cells = [f'<td data-col="case"><a href="#case-{escaped(r["id"])}">{escaped(r["id"])}</a></td>',
+    tools_ok, rid = tools.get("pass"), escaped(r["id"])
+    cells = [f'<td data-col="case"><a href="#case-{rid}">{rid}</a></td>',
              _cell("calls", escaped(", ".join(map(str, calls)) or "none"), None),
              _cell("tools", "-" if tools_ok is None else ("pass" if tools_ok else "FAIL"), tools_ok),
              _cell("hit", "-" if ret is None else ("yes" if ret.get("hit") else "NO"), ret_ok),
@@ -118,7 +118,7 @@ def _row(r: dict, threshold: float) -> str:
     if r.get("error"):
         text += f'<div class="error">{escaped(r["error"])}</div>'
     cells.append(_cell("first_failure", text, not failure))
-    return f'<tr id="row-{escaped(r["id"])}">{"".join(cells)}</tr>'
+    return f'<tr id="row-{rid}">{"".join(cells)}</tr>'
 
 
 def _table(report: dict) -> str:
@@ -184,8 +184,9 @@ def _case(r: dict, threshold: float) -> str:
     cf = r.get("counterfactual")
     rerun = (f'<p class="counterfactual"><strong>Counterfactual ({escaped(cf.get("for") or "retrieval")}):</strong> '
              f"{escaped(counterfactual_verdict(cf))}.</p>") if isinstance(cf, dict) else ""
-    return (f'<section id="case-{escaped(r["id"])}" class="case {"failed" if failure else "passed"}">'
-            f"<h2>{escaped(r['id'])}{badge}</h2>{error}{rerun}"
+    rid = escaped(r["id"])
+    return (f'<section id="case-{rid}" class="case {"failed" if failure else "passed"}">'
+            f"<h2>{rid}{badge}</h2>{error}{rerun}"
             f'<h3>Question</h3><p class="text">{escaped(r.get("question", ""))}</p>'
             f"{_tool_section(r)}<h3>Retrieved pages (rank order)</h3>{_pages(r)}"
             f'<h3>Answer</h3><p class="text">{escaped(r.get("answer") or "")}</p>'
