@@ -365,6 +365,9 @@ class Cassette:
         handle = open(lock, "a+", encoding="utf-8")
         try:
             held = exclusive(handle)
+        except OSError as e:  # a file system without locks (some network or FUSE mounts)
+            handle.close()
+            raise RecordingError(f"{shown(lock)}: cannot take the live run's lock: {e.strerror or e}") from None
         except BaseException:
             handle.close()
             raise
@@ -512,7 +515,8 @@ class Cassette:
         if self.trusted:
             return orjson.loads(text)  # these very bytes were read by orjson and passed the check before
         item, quick = checked_item(self.path, entry, text, self.check)
-        self.slow = self.slow or not quick
+        if not quick:
+            self.slow = True  # only ever set, so threads reading at once cannot lose it
         return item
 
     def _vouch(self, digest: str) -> None:
@@ -633,8 +637,10 @@ class Cassette:
 
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
-        with self.lock:  # the objects the file's entries were read as (compared by identity first, in C)
-            return self.path.exists() and self.used == self.on_disk
+        with self.lock:  # the very objects the file's entries were read as: equal in C first (a text in used
+            # is always the file's own), then each other value by identity (a recomputed one may be equal)
+            return self.path.exists() and self.used == self.on_disk and all(
+                item is self.on_disk[entry] for entry, item in self.used.items() if type(item) is not str)
 
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`

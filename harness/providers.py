@@ -124,8 +124,8 @@ def _dist_info_version(package: str) -> Optional[str]:
     wanted = re.sub(r"[-_.]+", "_", package).lower()
     for entry in sys.path:
         folder = entry or "."
-        if os.path.isfile(folder):
-            return None  # a zip importlib.metadata would search
+        if os.path.isfile(folder) or folder.endswith(".egg"):
+            return None  # a zip or an egg importlib.metadata would search
         try:
             names = os.listdir(folder)
         except OSError:
@@ -140,11 +140,13 @@ def _dist_info_version(package: str) -> Optional[str]:
             with open(os.path.join(folder, mine[0], "METADATA"), encoding="utf-8") as f:
                 for line in f:
                     if line.startswith("Version:"):
-                        return line[len("Version:"):].strip()
+                        value = line[len("Version:"):].rstrip("\r\n").lstrip()
+                        return value if value and value == value.rstrip() else None  # odd spacing: ask it
                     if not line.strip():
-                        return None  # the headers ended without one
-        except OSError:
-            return None
+                        break
+        except (OSError, UnicodeDecodeError):
+            pass
+        return None  # the headers ended without one, or the file could not be read
     return None
 
 

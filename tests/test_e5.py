@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -151,3 +152,31 @@ def test_an_installed_version_is_what_importlib_metadata_says(package):
     except metadata.PackageNotFoundError:
         expected = "not installed"
     assert providers.package_version(package) == expected
+
+
+def dist_info(folder: Path, name: str, version: str, metadata: Optional[str] = None) -> None:
+    info = folder / f"{name}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"
+                                   if metadata is None else metadata)
+
+
+@pytest.mark.parametrize("layout", ["plain", "empty metadata first", "egg first", "spaced version"])
+def test_a_version_read_without_importlib_metadata_is_its_answer_or_none(layout, tmp_path, monkeypatch):
+    from importlib import metadata
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    dist_info(second, "foo_pkg", "2.0")
+    if layout == "empty metadata first":
+        dist_info(first, "foo_pkg", "1.0", metadata="")
+    elif layout == "spaced version":
+        dist_info(first, "foo_pkg", "1.0", metadata="Metadata-Version: 2.1\nName: foo-pkg\nVersion:  1.0 \n\n")
+    elif layout == "egg first":
+        (first / "foo_pkg-1.0-py3.11.egg" / "EGG-INFO").mkdir(parents=True)
+        (first / "foo_pkg-1.0-py3.11.egg" / "EGG-INFO" / "PKG-INFO").write_text(
+            "Metadata-Version: 1.1\nName: foo-pkg\nVersion: 1.0\n\n")
+        first = first / "foo_pkg-1.0-py3.11.egg"
+    monkeypatch.setattr(sys, "path", [str(first), str(second)])
+    found = providers._dist_info_version("foo-pkg")
+    assert found in (None, metadata.version("foo-pkg"))
+    assert (found is not None) == (layout == "plain")

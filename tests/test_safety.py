@@ -133,6 +133,29 @@ def test_a_second_live_run_on_the_same_recording_exits_2_naming_the_first(live_p
     assert evaluate.main(["--live", "--quiet"]) == 0  # released: the next run goes ahead
 
 
+def test_a_file_system_without_locks_exits_2_naming_the_lock_file(live_project, monkeypatch, capsys):
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert evaluate.main(["--live", "--quiet"]) == 2
+    assert one_line(capsys.readouterr().err) == (f"evaluate.py: recordings/.{OFFLINE_RUN}.lock: cannot take the live "
+                                                 f"run's lock: {os.strerror(errno.ENOLCK)}")
+
+
+def test_a_recomputed_entry_equal_to_the_files_but_of_other_types_is_written(tmp_path):
+    path, header = tmp_path / "r.json", {"cases": "c", "model": "m", "embedder": "e", "judge": "j"}
+    path.write_text(json.dumps({"key": {"format": 2, **header},  # one JSON document, not the line layout
+                                "entries": {"a": {"deps": {}, "value": {"n": 1, "ok": True}}}}, indent=2))
+    tape = Cassette(path, header, live=True, rerecord=True)
+    assert tape.get("a", lambda value: {}, lambda: {"ok": 1, "n": 1.0}) == {"ok": 1, "n": 1.0}
+    assert tape.save() is True  # 1 == True and 1.0 == 1, yet the file would not hold what the run used
+    value = json.loads(path.read_text())["entries"]["a"]["value"]
+    assert list(value.items()) == [("ok", 1), ("n", 1.0)] and type(value["ok"]) is int
+
+
 def test_two_live_processes_never_both_pay(live_project):
     """Two children at once on the same recording: one records, the other exits 2 before any call."""
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
