@@ -168,7 +168,7 @@ def read_lines(path: Path, digest: bool = False) -> Optional[dict]:
         return None
     if hashed:
         hashed.update(rest.encode())
-    return {"key": key, "entries": entries, **({"digest": hashed.hexdigest()} if hashed else {})}
+    return {"key": key, "entries": entries, "lined": True, **({"digest": hashed.hexdigest()} if hashed else {})}
 
 
 def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) -> dict:
@@ -325,6 +325,7 @@ class Cassette:
         self.used: dict[str, Any] = {}
         self.computed = 0
         self.on_disk: dict[str, Any] = {}  # the file's entries, each as its text until looked up
+        self.lined = False  # the file's entries are all texts (read_lines), never objects
         self.seen: dict[str, str] = {}  # one copy of each string at the top of the values parsed (shared)
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
@@ -421,7 +422,7 @@ class Cassette:
                     raise RecordingError(f"{shown(self.path)}: holds the recording of " + ", ".join(
                         f"{f} {data['key'].get(f)!r}" for f in changed) + ", not " + ", ".join(
                         f"{f} {self.key.get(f)!r}" for f in changed) + "; it is not replaced: move it aside")
-                self.on_disk = data["entries"]
+                self.on_disk, self.lined = data["entries"], data.get("lined", False)
                 self._trust(data.get("digest"))
                 if not self.rerecord:
                     self.recorded.update(data["entries"])
@@ -638,9 +639,10 @@ class Cassette:
     def unchanged(self) -> bool:
         """True when the entries this run used are exactly the ones the file holds."""
         with self.lock:  # the very objects the file's entries were read as: equal in C first (a text in used
-            # is always the file's own), then each other value by identity (a recomputed one may be equal)
-            return self.path.exists() and self.used == self.on_disk and all(
-                item is self.on_disk[entry] for entry, item in self.used.items() if type(item) is not str)
+            # is always the file's own), then, for a file read as objects, each value by identity (a
+            # recomputed one may be equal)
+            return self.path.exists() and self.used == self.on_disk and (self.lined or all(
+                item is self.on_disk[entry] for entry, item in self.used.items()))
 
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`
