@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import orjson
 
+from harness import json_text
+
 FORMAT = 2  # entries with their own dependencies; format 1 had one key for the whole file
 
 
@@ -54,29 +56,6 @@ def shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-SHALLOW = 400  # brackets (or characters) a text orjson reads may hold: nested no deeper than Python recurses
-WIDE = b"0" * 19  # a run of 19 digits: maybe an integer beyond 64 bits, which orjson reads as a float
-DIGITS = bytes(48 if chr(c).isdigit() else 32 for c in range(256))  # each digit as "0", any other byte a space
-
-
-def loads(text: str) -> Any:
-    """json.loads, quicker: orjson reads a text it reads as json does, one that cannot nest deeper than Python
-    recurses and holds no run of 19 digits (maybe an integer beyond 64 bits, which orjson reads as a float);
-    json reads the rest (and what orjson refuses: NaN, lone surrogates) and raises as json.loads does."""
-    return parsed(text)[0]
-
-
-def parsed(text: str) -> tuple[Any, bool]:
-    """loads(text), and whether orjson read it (then orjson reads these very bytes as json does, every time)."""
-    if isinstance(text, str) and (len(text) <= SHALLOW or text.count("[") + text.count("{") <= SHALLOW) \
-            and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
-        try:
-            return orjson.loads(text), True
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text), False
 
 
 def shared(value: Any, seen: dict[str, str]) -> Any:
@@ -171,16 +150,12 @@ def read_lines(path: Path, digest: bool = False) -> Optional[dict]:
     return {"key": key, "entries": entries, "lined": True, **({"digest": hashed.hexdigest()} if hashed else {})}
 
 
-def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) -> dict:
-    """An entry kept as text by read_lines, parsed and checked as read_recording checks every entry."""
-    return checked_item(path, name, raw, check)[0]
-
-
-def checked_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) \
+def parse_item(path: Path, name: str, raw: str, check: Optional[Callable[[str, Any], Optional[str]]]) \
         -> tuple[dict, bool]:
-    """parse_item, and whether orjson read the entry (parsed)."""
+    """An entry kept as text by read_lines, parsed and checked as read_recording checks every entry; and
+    whether orjson read it (json_text.parsed)."""
     try:
-        item, quick = parsed(raw)
+        item, quick = json_text.parsed(raw)
     except (ValueError, RecursionError):
         raise RecordingError(f"{shown(path)}: entries[{shown_name(name)}]: malformed JSON") from None
     wrong = item_problem(name, item, check)
@@ -267,8 +242,10 @@ def code_of(module) -> str:
 
 @cache
 def reader_version() -> str:
-    """What reading an entry depends on besides its bytes: this file, orjson's version and Python's."""
-    return hashlib.sha256(Path(__file__).read_bytes() + f"{orjson.__version__} {sys.version}".encode()).hexdigest()[:16]
+    """What reading an entry depends on besides its text: this file, harness/json_text.py (which decides between
+    orjson and json), orjson's version and Python's."""
+    sources = Path(__file__).read_bytes() + Path(json_text.__file__).read_bytes()
+    return hashlib.sha256(sources + f"{orjson.__version__} {sys.version}".encode()).hexdigest()[:16]
 
 
 def text_digest(text: str) -> str:
@@ -515,7 +492,7 @@ class Cassette:
         """A file's entry kept as text, parsed and checked (parse_item); unchecked when the stamp vouches."""
         if self.trusted:
             return orjson.loads(text)  # these very bytes were read by orjson and passed the check before
-        item, quick = checked_item(self.path, entry, text, self.check)
+        item, quick = parse_item(self.path, entry, text, self.check)
         if not quick:
             self.slow = True  # only ever set, so threads reading at once cannot lose it
         return item
@@ -629,7 +606,7 @@ class Cassette:
                     return False
                 continue  # read and checked by this run, as it used it
             try:
-                value, quick = parsed(item if isinstance(item, str) else json.dumps(item))
+                value, quick = json_text.parsed(item if isinstance(item, str) else json.dumps(item))
             except (ValueError, RecursionError):
                 return False
             if not quick or item_problem(name, value, self.check):

@@ -262,8 +262,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     the number of cases of any split whose calls still failed (a held-out case's error counts too). With
     `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
     nothing is called or written, and the text returned second says what would be called and its cost.
-    `judge` overrides DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run reuses, read only
-    (a second judge's run pays for its verdicts alone)."""
+    `judge` overrides DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run
+    reuses, read only (a second judge's run pays for its verdicts alone)."""
     from harness import agent, providers
     from harness.live_calls import Progress, locked_once
 

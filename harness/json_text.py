@@ -1,8 +1,10 @@
-"""json.dumps's text, quicker for many small values: json's own C encoder, which json.dumps builds anew on
-every call, built once."""
+"""JSON text, quicker, and exactly json's: json's own C encoder, which json.dumps builds anew on every call, built
+once; and orjson reading what it reads as json does."""
 import json
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any, Callable, Optional
+
+import orjson
 
 
 def _unencodable(value: Any) -> Any:
@@ -22,3 +24,26 @@ def encoder(sort_keys: bool = False, ensure_ascii: bool = True,
     def encode(value: Any) -> str:
         return strings(value) if type(value) is str else "".join(chunks(value, 0))
     return encode
+
+
+SHALLOW = 400  # brackets (or characters) a text orjson reads may hold: nested no deeper than Python recurses
+WIDE = b"0" * 19  # a run of 19 digits: maybe an integer beyond 64 bits, which orjson reads as a float
+DIGITS = bytes(48 if chr(c).isdigit() else 32 for c in range(256))  # each digit as "0", any other byte a space
+
+
+def loads(text: str) -> Any:
+    """json.loads, quicker: orjson reads a text it reads as json does, one that cannot nest deeper than Python
+    recurses and holds no run of 19 digits (maybe an integer beyond 64 bits, which orjson reads as a float);
+    json reads the rest (and what orjson refuses: NaN, lone surrogates) and raises as json.loads does."""
+    return parsed(text)[0]
+
+
+def parsed(text: str) -> tuple[Any, bool]:
+    """loads(text), and whether orjson read it (then orjson reads these very bytes as json does, every time)."""
+    if isinstance(text, str) and (len(text) <= SHALLOW or text.count("[") + text.count("{") <= SHALLOW) \
+            and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
+        try:
+            return orjson.loads(text), True
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text), False

@@ -32,6 +32,8 @@ def sequence(names: list[str]) -> str:
 
 def shortfall(names: list[str], expected: list[str]) -> dict[str, int]:
     """Expected tools called fewer times than listed: tool -> how many calls it lacks."""
+    if names == expected:  # the usual case, at once
+        return {}
     made = Counter(names)
     return {tool: n - made[tool] for tool, n in Counter(expected).items() if made[tool] < n}
 
@@ -105,8 +107,21 @@ CHECKS: dict[str, Callable[[list[str], list[str]], list[str]]] = {
     "multiset": multiset, "ordered": ordered, "exact": exact, "subset": subset, "superset": superset}
 
 
+def called_share(names: list[str], expected: list[str]) -> float:
+    """The share of expected entries called (each needs a call of its own), in every mode; with none expected,
+    1.0 for no call and 0.0 for any."""
+    if not expected:
+        return float(not names)
+    if names == expected:
+        return 1.0
+    made = Counter(names)
+    return sum(min(n, made[tool]) for tool, n in Counter(expected).items()) / len(expected)
+
+
 def tool_problems(mode: str, names: list[str], expected: list[str]) -> list[str]:
     """The problems of `mode`, each prefixed with the mode's name unless it is the default."""
+    if names == expected:  # the calls are the expected list: every mode is met
+        return []
     problems = CHECKS[mode](names, expected)
     return problems if mode == DEFAULT else [f"{mode}: {p}" for p in problems]
 

@@ -1,7 +1,6 @@
 """Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
 import re
-from collections import Counter
 from typing import Any, Optional
 
 from harness import matching
@@ -144,17 +143,11 @@ def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expecte
     reason and in `mode`. The score is the share of expected entries called, in every mode. DeepEval's
     ToolCorrectnessMetric, which matches expected tools as a set, is kept beside it."""
     names = [c["name"] for c in calls]
-    if names == expected:  # the usual case; in every mode nothing is short, nothing unlisted, every entry called
-        short, unexpected, problems, score = {}, [], [], 1.0
-    else:
-        made, wanted = Counter(names), Counter(expected)
-        short = {} if mode == "subset" else matching.shortfall(names, expected)
-        unexpected = [] if mode == "superset" else matching.unlisted(names, expected)
-        problems = matching.tool_problems(mode, names, expected)
-        score = sum(min(n, made[tool]) for tool, n in wanted.items()) / len(expected) if expected else float(not calls)
+    short = {} if mode == "subset" else matching.shortfall(names, expected)
+    unexpected = [] if mode == "superset" else matching.unlisted(names, expected)
     wrong_args = argument_errors(calls, expected_args or {}, parameters or {})
-    problems = problems + [f"wrong argument {e}" for e in wrong_args]
-    return {"score": score,
+    problems = matching.tool_problems(mode, names, expected) + [f"wrong argument {e}" for e in wrong_args]
+    return {"score": matching.called_share(names, expected),
             "reason": "; ".join(problems) or matching.agreed(mode, names, expected),
             "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
             "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n)],

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Optional
 
-from cassette import loads
+from harness.json_text import loads
 
 TEXT_FIELDS = ("text", "page_content", "content")
 

