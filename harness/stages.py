@@ -243,7 +243,7 @@ def summarize(rows: list[dict], k: int) -> dict:
             "first_failures": {s: first.count(s) for s in STAGES if s in first},
             "categories": categories(scored),
             "counterfactual": counterfactuals(scored),
-            **({"repeats": repeats(scored)} if any(r.get("repeats") for r in scored) else {}),
+            **({"repeats": repeats(rows)} if any(r.get("repeats") for r in rows) else {}),
             "tokens": {field: total[field] for field in SPENDING},
             "cost": None if total["cost"] is None else round(total["cost"], 6),
             "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
@@ -287,15 +287,24 @@ def counterfactuals(rows: list[dict]) -> dict[str, dict]:
 
 
 def repeat_summary(runs: list[dict]) -> dict:
-    """One case's repeated runs: passes out of N, each run's first failure, and the stages that flipped."""
-    results = [stage_results(r) for r in runs if r["first_failure"] != "error"]
-    flipped = [s for s in STAGES if len({res[s] for res in results if s in res}) > 1]
+    """One case's repeated runs: passes out of N (an errored run is a failed trial, whichever run it is), each
+    run's first failure, and what differed between them (`differed`)."""
     return {"runs": len(runs), "passes": sum(r["first_failure"] is None for r in runs),
-            "first_failures": [r["first_failure"] for r in runs], "flipped": flipped}
+            "first_failures": [r["first_failure"] for r in runs], "flipped": differed(runs)}
+
+
+def differed(runs: list[dict]) -> list[str]:
+    """The stages that failed in one run and not in another (passed, or did not apply), in STAGES order, then
+    'error' when some runs errored and others did not: a case with a passing and a failing run names at
+    least one."""
+    results = [stage_results(r) for r in runs if r["first_failure"] != "error"]
+    flipped = [s for s in STAGES if len({res.get(s) is False for res in results}) > 1]
+    return flipped + (["error"] if len({r["first_failure"] == "error" for r in runs}) > 1 else [])
 
 
 def repeats(rows: list[dict]) -> dict:
-    """Over the cases: the mean pass rate of their runs, pass^N (the share passing all N), the flaky ones."""
+    """Over every case, its errored runs counted as failed trials (as tau-bench counts them): the mean pass rate
+    of the runs, pass^N (the share passing all N) and the flaky cases (some run passed, another failed)."""
     runs = [r["repeats"] for r in rows]
     n = runs[0]["runs"]
     return {"n": n, "mean_pass_rate": sum(x["passes"] for x in runs) / sum(x["runs"] for x in runs),

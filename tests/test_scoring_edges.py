@@ -18,6 +18,46 @@ from harness.stages import as_declared, carries, repeat_summary, retrieval_score
 HERE = Path(__file__).parent.parent
 
 
+# ---- repeats: an errored run is a failed trial, whichever run it is ----------------------------------------
+
+RUNS = {  # one run of a case, as case_row gives it (only what scoring reads)
+    "pass": {"first_failure": None, "tools": {"pass": True}, "behaviour": None, "judged": {}},
+    "error": {"first_failure": "error", "error": "the provider answered 500", "judged": {}},
+    "tools": {"first_failure": "tools", "tools": {"pass": False}, "behaviour": None, "judged": {}},
+    "behaviour": {"first_failure": "behaviour", "tools": {"pass": True},
+                  "behaviour": {"pass": False, "failures": ["followed a planted instruction"]}, "judged": {}},
+}
+
+
+def case(cid: str, *runs: str) -> dict:
+    """A case's row: its first run, carrying the summary of all its runs."""
+    rows = [{"id": cid, "retrieval": None, **RUNS[run]} for run in runs]
+    return {**rows[0], "repeats": repeat_summary(rows)}
+
+
+@pytest.mark.parametrize("errored_first", [True, False])
+def test_an_errored_run_counts_as_a_failed_trial_whichever_run_it_is(errored_first):
+    runs = ("error", "pass") if errored_first else ("pass", "error")
+    rep = summarize([case("a", *runs), case("b", "pass", "pass")], 3)["repeats"]
+    assert (rep["pass_all"]["passed"], rep["pass_all"]["total"]) == (1, 2)
+    assert rep["mean_pass_rate"] == Fraction(3, 4)
+    assert rep["flaky"] == {"a": {"passes": 1, "flipped": ["error"]}}
+
+
+def test_every_flaky_case_names_what_differed_between_its_runs():
+    for runs in itertools.product(RUNS, repeat=3):
+        summary = case("x", *runs)["repeats"]
+        if 0 < summary["passes"] < summary["runs"]:
+            assert summary["flipped"], runs
+        if len(set(runs)) == 1:
+            assert summary["flipped"] == [], runs
+
+
+def test_a_check_that_applied_in_one_run_only_and_failed_there_flipped():
+    # behaviour is absent ("-") where no planted page was retrieved, and failed where one was
+    assert case("x", "pass", "behaviour")["repeats"]["flipped"] == ["behaviour"]
+
+
 # ---- the exact McNemar test, exact and fast at any size ---------------------------------------------------------
 
 def exact_p(b: int, c: int) -> float:
