@@ -13,6 +13,7 @@ from typing import Optional
 
 from harness.console import first_line
 from harness.dataset import REFERENCE_PLACEHOLDER  # the reference of a drafted case, which the case set refuses
+from harness.stages import documents
 
 ROOT = Path(__file__).resolve().parent.parent  # the default project: the bundled tracker example
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # schemas.Id, without importing pydantic
@@ -27,7 +28,7 @@ def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,
     calls = trace["tool_calls"]
     case: dict = {"id": case_id, "question": question, "expected_tools": [c["name"] for c in calls]}
     if searches is not None:
-        case["expected_docs"] = list(dict.fromkeys(page for search in searches for page in search[:k]))
+        case["expected_docs"] = documents(page for search in searches for page in documents(search)[:k])
     looked_up: dict = {}
     for call in calls:
         role = roles.get(call["name"])

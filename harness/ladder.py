@@ -23,7 +23,7 @@ from typing import Callable, Optional
 
 from harness.entries import Inputs, sha, versioned
 from harness.live_calls import locked_once
-from harness.stages import retrieval_scores
+from harness.stages import documents, retrieval_scores
 
 RRF_K = 60
 RECORDED = ("vector", "keyword")
@@ -39,7 +39,7 @@ def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
     """Reciprocal rank fusion: a page scores the sum of 1 / (k + rank) over the rankings holding it, ranks
     from 1. Compared exactly (integer numerators over a common denominator), so a tie is a tie; ties keep
     the order pages first appear in, the first ranking first."""
-    rankings = [list(dict.fromkeys(ranking)) for ranking in rankings]
+    rankings = [documents(ranking) for ranking in rankings]
     longest = max(map(len, rankings), default=0)
     if longest > COMMON_UP_TO:
         return _rrf_pairwise(rankings, k)
@@ -78,9 +78,9 @@ def _rrf_pairwise(rankings: list[list[str]], k: int) -> list[str]:
 
 
 def rung_scores(ranking: list[str], expected: list[str], k: int) -> dict:
-    """hit@k and recall@k of the expected pages, scored as the retrieval stage scores one search, and the
-    reciprocal rank of the first over the whole ranking."""
-    ranked, wanted = list(dict.fromkeys(ranking)), set(expected)
+    """hit@k and recall@k of the expected pages, scored as the retrieval stage scores one search (on distinct
+    pages), and the reciprocal rank of the first over the whole ranking."""
+    ranked, wanted = documents(ranking), set(expected)
     first = next((rank for rank, page in enumerate(ranked, start=1) if page in wanted), None)
     return {**retrieval_scores([ranked], expected, k), "reciprocal_rank": 1 / first if first else 0.0}
 

@@ -1,7 +1,7 @@
 """Pure stage scoring: tools, retrieval and the judged stages of one answer, the first failing stage, and
 the summary of a run. No I/O and no model imports, so it is fast and trivially testable."""
 import re
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from harness import matching
 from harness.stats import percentile, rate
@@ -39,19 +39,25 @@ def behaviour_verdict(row: dict, planted_retrieved: list[str]) -> Optional[dict]
 
 
 def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> Optional[dict]:
-    """hit@k, recall@k and reciprocal rank of the expected pages, per search: a page is retrieved at rank r
-    when some search returned it at rank r <= k, and its rank is the best any search gave it. None when the
-    case expects no page."""
+    """hit@k, recall@k and reciprocal rank of the expected pages, per search, over documents: a page is
+    retrieved at rank r when some search returned it as its r-th distinct page with r <= k (two chunks of one
+    page are one document, at the first one's place), and its rank is the best any search gave it. None when
+    the case expects no page."""
     if not expected:
         return None
     best: dict[str, int] = {}
     for ranked in searches:
-        for rank, page in enumerate(ranked[:k], start=1):
+        for rank, page in enumerate(documents(ranked)[:k], start=1):
             best[page] = min(rank, best.get(page, rank))
     ranks = sorted(best[page] for page in set(expected) if page in best)
     return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
             "reciprocal_rank": 1 / ranks[0] if ranks else 0.0,
             "missed": sorted(set(expected) - set(best))}
+
+
+def documents(ranked: Iterable[str]) -> list[str]:
+    """A ranking's distinct pages, each where it first appears: what ranked retrieval metrics score."""
+    return list(dict.fromkeys(ranked))
 
 
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?", re.ASCII)  # what pydantic reads as an int
