@@ -208,9 +208,19 @@ def normalised(text: str, steps: list[str]) -> str:
 
 
 def same(got: Any, want: Any, steps: list[str]) -> bool:
-    """Equal, a bool never equal to a number (True == 1 in Python), strings compared after `steps`."""
+    """Equal, strings compared after `steps`; otherwise `equal`."""
     if steps:
         return isinstance(got, str) and isinstance(want, str) and normalised(got, steps) == normalised(want, steps)
+    return equal(got, want)
+
+
+def equal(got: Any, want: Any) -> bool:
+    """Python's ==, except that a bool never equals a number at any depth (True == 1 and [True] == [1] in
+    Python)."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        return got.keys() == want.keys() and all(equal(got[key], want[key]) for key in got)
+    if isinstance(got, (list, tuple)) and type(got) is type(want):
+        return len(got) == len(want) and all(map(equal, got, want))
     return got == want and isinstance(got, bool) == isinstance(want, bool)
 
 

@@ -61,13 +61,14 @@ def documents(ranked: Iterable[str]) -> list[str]:
 
 
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?", re.ASCII)  # what pydantic reads as an int
+INT64_FLOAT_LIMIT = 2.0 ** 63  # pydantic refuses a float this large as an int ("exceeded maximum size")
 
 
 def as_declared(value: Any, kind: Optional[type]) -> Any:
     """An argument as a tool declaring `kind` receives it, by pydantic's lax rules as LangChain's
-    StructuredTool validates a call ("212" and 212.0 are 212), except that a bool is never a number.
-    ValueError when the tool would refuse it; an undeclared parameter is taken as it is. Written without
-    pydantic so a replay stays light; a test holds it to pydantic's TypeAdapter."""
+    StructuredTool validates a call ("212" and 212.0 are 212; a float of 2^63 or more in size is refused),
+    except that a bool is never a number. ValueError when the tool would refuse it; an undeclared parameter is
+    taken as it is. Written without pydantic so a replay stays light; a test holds it to pydantic's TypeAdapter."""
     if kind is None:
         return value
     if isinstance(value, bool) and kind is not bool:
@@ -78,7 +79,7 @@ def as_declared(value: Any, kind: Optional[type]) -> Any:
     elif kind is int:
         if isinstance(value, int):
             return value
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) < INT64_FLOAT_LIMIT:
             return int(value)
         if isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):
             return int(value.strip().split(".")[0].replace("_", ""))
