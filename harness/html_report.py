@@ -156,11 +156,12 @@ def _tool_section(r: dict) -> str:
 
 
 def _deepeval_disagrees(t: dict) -> str:
-    """DeepEval's own score and reason, where its set matching differs from the harness's count."""
+    """DeepEval's own score and reason, where its matching differs from the harness's count."""
     if not deepeval_disagrees(t):
         return ""
-    return (f"<p>DeepEval's ToolCorrectnessMetric disagrees: score {_num(t['deepeval']['score'])} (it matches "
-            f"expected tools as a set; the stage uses the count above)</p><pre>{escaped(t['deepeval']['reason'])}</pre>")
+    return (f"<p>DeepEval's ToolCorrectnessMetric disagrees: score {_num(t['deepeval']['score'])} (identical calls, "
+            "same tool and arguments, meet one expected entry between them; the stage uses the count above)</p>"
+            f"<pre>{escaped(t['deepeval']['reason'])}</pre>")
 
 
 def _judged(r: dict, threshold: float) -> str:

@@ -16,8 +16,8 @@ problems, each one line naming what differed (an empty list: the calls match). `
 An argument rule is what a case states for one argument in `expected_args`: a plain value (the call must
 carry it, read as the tool's declared type), or an object: `{"any_of": [v, ...]}` (any of these values),
 `{"equals": v}` (the value, also to state an object literally), either with `"normalize": ["case", "space"]`
-for strings (compared lower-cased and/or without surrounding whitespace, on both sides), or
-`{"ignore": true}` (the argument is not checked: a call need not carry it).
+for strings (compared casefolded, `str.casefold`, so "Straße" is "STRASSE", and/or without surrounding
+whitespace, on both sides), or `{"ignore": true}` (the argument is not checked: a call need not carry it).
 """
 from collections import Counter
 from typing import Any, Callable, Optional

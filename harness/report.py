@@ -115,8 +115,9 @@ def markdown(report: dict) -> str:
         lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}" for r in failing]
     differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
     if differ:
-        lines.append("\nDeepEval's ToolCorrectnessMetric matches expected tools as a set, so it scored these cases "
-                     "differently from the harness's count, which the tools stage uses: " + "; ".join(
+        lines.append("\nDeepEval's ToolCorrectnessMetric lets identical calls (same tool, same arguments) meet one "
+                     "expected entry between them, so it scored these cases differently from the harness's count, "
+                     "which the tools stage uses: " + "; ".join(
                          f"{code(r['id'])} DeepEval {fmt(r['tools']['deepeval']['score'])}, harness "
                          f"{fmt(r['tools']['score'])} ({text(r['tools']['reason'])})" for r in differ) + ".")
     t, lat = s["tokens"], s["latency"]

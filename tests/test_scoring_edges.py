@@ -149,3 +149,44 @@ def test_mcnemar_at_20000_against_20089_changes_finishes_with_the_exact_value():
     done = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=300)
     assert float(done.stdout) == pytest.approx(exact_p(20000, 20089), rel=1e-12, abs=0)
 
+
+# ---- what the report says DeepEval's tool score does ----------------------------------------------------------
+
+SEARCH = {"name": "search_docs", "args": {"query": "pipe colors"}}
+OTHER_SEARCH = {"name": "search_docs", "args": {"query": "pipe colours"}}
+
+
+def deepeval_score(made: list[dict]) -> float:
+    from harness.judging import tool_scores
+    from offline.lexical_judge import LexicalJudge
+
+    return tool_scores("q", made, ["search_docs", "search_docs"], LexicalJudge())["score"]
+
+
+def test_deepeval_collapses_only_identical_calls_not_expected_tools_as_a_set():
+    assert deepeval_score([SEARCH, OTHER_SEARCH]) == 1.0
+    assert deepeval_score([SEARCH, SEARCH]) == 0.5
+
+
+def disagreeing_report() -> dict:
+    tools = {"score": 1.0, "reason": "every expected call made: 2 calls to search_docs", "unexpected": [],
+             "missing": [], "wrong_args": [], "pass": True, "deepeval": {"score": 0.5, "reason": "missing tools"}}
+    row = {"id": "twice", "calls": ["search_docs"] * 2, "tool_calls": [SEARCH, SEARCH], "judged": {},
+           "expected_tools": ["search_docs"] * 2, "retrieval": None, "behaviour": None, "tools": tools,
+           "first_failure": None}
+    return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
+            "split": "dev", "rows": [row], "summary": summarize([row], 3)}
+
+
+def test_the_markdown_report_says_deepeval_collapses_identical_calls():
+    from harness.report import markdown
+
+    text = markdown(disagreeing_report())
+    assert "identical calls (same tool, same arguments)" in text and "as a set" not in text
+
+
+def test_the_html_report_says_deepeval_collapses_identical_calls():
+    from harness.html_report import html
+
+    page = html(disagreeing_report())
+    assert "identical calls, same tool and arguments," in page and "as a set" not in page
