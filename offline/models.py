@@ -8,10 +8,13 @@ retriever or lookup) and by each tool's argument types, never by a tool's name; 
 ordinary tool: a calculator, say) is never called by it. Its policy (every rule is about questions in
 general; the word rules live in words.py):
 - A lookup is called for each key of its records that the message mentions (a whole-word match, any case),
-  and, when its key argument is an integer, for each number introduced as a reference: '#240', 'issue 240',
-  'issue #240', 'bug 240', 'ticket 240', 'issue number 240', lists after a plural ('issues 212 and 218',
-  'bugs #1, #2 or #3'). A number that is not introduced that way ('30 seconds', '2.4.1', '90 days') and is
-  not a key of the records is not a reference.
+  and, when its key argument is an integer, for each number introduced as a reference to its record: after
+  one of the record's nouns ('ride 240', 'ride #240', 'ride no. 240', 'ride number 240', 'ride id 240', lists
+  after a plural: 'rides 212 and 218', 'bugs #1, #2 or #3'), or a bare '#240' that follows no other lookup's
+  noun. The nouns are the words of the tool's key argument and name that are not verbs or numbering words
+  (get_ride(ride_id) -> ride; get_issue(number) -> issue), with their synonyms (words.SYNONYMS: issue, bug,
+  ticket). A number that is not introduced that way ('30 seconds', '2.4.1', '90 days', or after the noun used
+  as a verb: 'can I ride 20 km') and is not a key of the records is not a reference.
 - Small talk (every sentence a greeting, thanks or goodbye, or content-free like 'ok'; nothing asked) gets
   no tool call and a reply chosen by its classes, not by any one message's wording: 'Hello!', 'You're
   welcome!', 'Goodbye!' in that order, then an offer to answer questions about the product.
@@ -20,7 +23,9 @@ general; the word rules live in words.py):
   only its asking clauses that are not about the record (a clause made only of words like fixed / version /
   status is about the record).
 - The answer is extractive, at most three sentences: record facts first, then the page sentences sharing the
-  most content words with the query, best first, ties in page order. Never used: a sentence that is a
+  most content words with the query, best first, ties in page order. Pages are read as prose: a markdown
+  page's headings, rules, code fences and table separators are left out, and its quote and list markers
+  stripped, so no markdown block syntax reaches an answer. Never used: a sentence that is a
   planted instruction (words.planted_instruction: addressed to an AI assistant, telling the reader to send
   a secret to an address, or telling the model to ignore its instructions), and a sentence carrying a URL or
   e-mail address unless the question asks for a link or address (LINK_WORDS). So an instruction found in a
