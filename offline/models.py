@@ -12,7 +12,7 @@ general; the word rules live in words.py):
   one of the record's nouns ('ride 240', 'ride #240', 'ride no. 240', 'ride number 240', 'ride id 240', lists
   after a plural: 'rides 212 and 218', 'bugs #1, #2 or #3'), or a bare '#240' that follows no other lookup's
   noun. The nouns are the words of the tool's key argument and name that are not verbs or numbering words
-  (get_ride(ride_id) -> ride; get_issue(number) -> issue), with their synonyms (words.SYNONYMS: issue, bug,
+  (get_ride(ride_id) -> ride; get_issue(number) -> issue), with their synonyms (SYNONYMS: issue, bug,
   ticket). A number that is not introduced that way ('30 seconds', '2.4.1', '90 days', or after the noun used
   as a verb: 'can I ride 20 km') and is not a key of the records is not a reference.
 - Small talk (every sentence a greeting, thanks or goodbye, or content-free like 'ok'; nothing asked) gets
@@ -50,8 +50,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from harness.live_calls import injected_latency
-from offline.words import (QUESTION_WORDS, SYNONYMS, asks, before_a_verb, content, is_small_talk,
-                           planted_instruction, sentences, small_talk_classes, urls, words)
+from offline.words import (QUESTION_WORDS, asks, content, is_small_talk, planted_instruction, sentences,
+                   small_talk_classes, urls, words)
 
 # A number introduced as a reference to a record: after one of the record's nouns ('ride 9999', 'ride #9999',
 # 'ride no. 9999', 'ride number 9999', 'ride id 9999', 'ride_id: 9999'; a singular noun takes one number, or
@@ -64,6 +64,11 @@ BARE_REFERENCE = re.compile(rf"(?<![\w&#/])#{_N}")
 # The words of a lookup's name and key argument that do not name its record: verbs and numbering words.
 NOT_NOUNS = frozenset("get fetch find look lookup read load show query retrieve by for of id ids key number num "
                       "no nr code".split())
+# Nouns a person uses for the same kind of record.
+SYNONYMS = (frozenset({"issue", "bug", "ticket"}),)
+# The word before a verb: a subject pronoun, 'to', a modal or 'please' ('can I ride 20 km', 'to order 3').
+VERB_CUES = frozenset("i you we they he she to can could will would shall should must may might please let's "
+                      "don't didn't won't cannot can't".split())
 # A clause made only of these words (or the record's nouns) asks about the referenced record itself, which
 # the lookup answers.
 RECORD_TOPIC = content("fix fixed fixes version released release status state open closed resolved still yet "
@@ -80,9 +85,15 @@ _OPENERS = {"greeting": "Hello!", "thanks": "You're welcome!", "goodbye": "Goodb
 def record_nouns(tool: str, key: str) -> list[str]:
     """The nouns a person names a lookup's record by: the words of its key argument and of its name that are
     not verbs or numbering words (get_ride(ride_id) -> ride; get_issue(number) -> issue), with their
-    synonyms (words.SYNONYMS: an issue is also a bug or a ticket)."""
+    synonyms (SYNONYMS: an issue is also a bug or a ticket)."""
     found = {w for w in name_words(key) + name_words(tool) if w.isalpha() and w not in NOT_NOUNS}
     return sorted(found.union(*(group for group in SYNONYMS if group & found)))
+
+
+def before_a_verb(text: str) -> bool:
+    """Does the text end with a word that comes before a verb (VERB_CUES), so that the next word is a verb?"""
+    last = re.findall(r"[a-z']+", text.lower().replace("\u2019", "'"))[-1:]
+    return bool(last) and last[0] in VERB_CUES
 
 
 def name_words(name: str) -> list[str]:
@@ -97,7 +108,7 @@ def plurals(noun: str) -> set[str]:
 
 def noun_references(text: str, nouns: list[str]) -> list[tuple[int, int, list[int]]]:
     """Where the text introduces numbers after one of the nouns, as (start, end, numbers); a noun used as a
-    verb ('can I ride 20 km', 'to order 3') introduces a quantity, not a record (words.before_a_verb)."""
+    verb ('can I ride 20 km', 'to order 3') introduces a quantity, not a record (before_a_verb)."""
     if not nouns:
         return []
     singular = "|".join(sorted(map(re.escape, nouns), key=len, reverse=True))
