@@ -55,9 +55,9 @@ def matched_pages(content: str, ids: str) -> list[dict]:
 def split_at(content: str, matches: list[re.Match]) -> list[str]:
     """The output cut into one part per match. An id usually opens its page ('[p1] text'), so each part runs
     from its match's line (or the match itself, when the previous match is on that line) up to the next,
-    and any text before the first match joins the first part. When only punctuation follows the last
-    match's line, the ids close their pages ('text (p1)', 'Source: p1' after the text): each part then runs
-    up to and including its match's line, and any text after the last match joins the last part."""
+    and any text before the first match joins the first part. When text comes before the first match's line
+    and only punctuation after the last match's line, the ids close their pages ('text (p1)', 'Source: p1'
+    after the text): each part then runs up to and including its match's line."""
     if not matches:
         return []
     same_line = [i > 0 and "\n" not in content[matches[i - 1].end():m.start()] for i, m in enumerate(matches)]
