@@ -3,7 +3,8 @@ agent read (the judge's context), and whether it searched. Pure: no I/O, no mode
 
 A retriever call's pages, ranked, come from the first of: the Documents of its ToolMessage artifact, the
 Documents its retrievers returned through the callbacks, its output as a JSON list of objects with an `id`,
-or the `ids` regular expression evals.toml declares for it (one id per match, its first group). A call none
+or the `ids` regular expression evals.toml declares for it (one id per match, its first group; the output
+split at the matches gives each page its text). A call none
 of these can read, or a page id that is not in the corpus, raises Unreadable naming the tool and its output.
 """
 import json
@@ -43,6 +44,44 @@ def listed_text(page: dict) -> str:
     return json.dumps({k: v for k, v in page.items() if k != "id"})
 
 
+def matched_pages(content: str, ids: str) -> list[dict]:
+    """The pages an `ids` pattern finds in a retriever's text: one per match (its id the first group, else the
+    whole match), each page's text the part of the output that belongs to its match (see split_at)."""
+    matches = list(re.finditer(ids, content))
+    return [{"id": m.group(1) if m.groups() else m.group(0), "text": text, "split": True}
+            for m, text in zip(matches, split_at(content, matches))]
+
+
+def split_at(content: str, matches: list[re.Match]) -> list[str]:
+    """The output cut into one part per match. An id usually opens its page ('[p1] text'), so each part runs
+    from its match's line (or the match itself, when the previous match is on that line) up to the next,
+    and any text before the first match joins the first part. When text comes before the first match's line
+    and only punctuation after the last match's line, the ids close their pages ('text (p1)', 'Source: p1'
+    after the text): each part then runs up to and including its match's line."""
+    if not matches:
+        return []
+    same_line = [i > 0 and "\n" not in content[matches[i - 1].end():m.start()] for i, m in enumerate(matches)]
+    after_last = content[line_end(content, matches[-1].end()):]
+    before_first = content[:line_start(content, matches[0].start())]
+    if re.search(r"\w", before_first) and not re.search(r"\w", after_last):
+        ends = [m.end() if i + 1 < len(matches) and same_line[i + 1] else line_end(content, m.end())
+                for i, m in enumerate(matches)]
+        cuts = [0] + ends[:-1] + [len(content)]
+    else:
+        starts = [m.start() if same_line[i] else line_start(content, m.start()) for i, m in enumerate(matches)]
+        cuts = [0] + starts[1:] + [len(content)]
+    return [content[a:b].strip() for a, b in zip(cuts, cuts[1:])]
+
+
+def line_start(content: str, at: int) -> int:
+    return content.rfind("\n", 0, at) + 1
+
+
+def line_end(content: str, at: int) -> int:
+    end = content.find("\n", at)
+    return len(content) if end < 0 else end
+
+
 def pages_of(output: dict, ids: Optional[str], corpus: set[str]) -> list[dict]:
     """One retriever call's pages, ranked: [{"id", "text"}], by the order of sources in the module docstring."""
     tool, content = output["tool"], output.get("content", "")
@@ -54,8 +93,7 @@ def pages_of(output: dict, ids: Optional[str], corpus: set[str]) -> list[dict]:
     else:
         pages = json_pages(content)
         if pages is None and ids is not None:
-            matches = [m.group(1) if m.groups() else m.group(0) for m in re.finditer(ids, content)]
-            pages = [{"id": i, "text": None} for i in matches] if matches or not content.strip() else None
+            pages = matched_pages(content, ids) or (None if content.strip() else [])
         if pages is None:
             raise Unreadable(f"{tool} returned {shown_output(content)}, which the harness cannot read as pages: no "
                              "Document artifact, no retriever callback, not a JSON list of objects with an id, and "
@@ -90,9 +128,10 @@ def read(trace: dict, roles: dict, corpus: set[str]) -> dict:
 
 def seen_text(content: str, pages: list[dict]) -> list[str]:
     """The judge's context of one retriever call: the text the agent saw. One node per page when its output
-    lists the pages (JSON) or holds each page's text; the id is kept with a page when the agent saw it.
-    Otherwise the output as the agent saw it, as one node."""
+    lists the pages (JSON), holds each page's text or is split at an `ids` pattern's matches; the id is kept
+    with a page when the agent saw it (a split page holds its own). Otherwise the output as the agent saw it,
+    as one node."""
     whole = all(p["text"] is not None and (p.get("listed") or p["text"].strip() in content) for p in pages)
     if not pages or not whole:
         return [content] if content.strip() else []
-    return [f"[{p['id']}] {p['text']}" if p["id"] in content else p["text"] for p in pages]
+    return [f"[{p['id']}] {p['text']}" if p["id"] in content and not p.get("split") else p["text"] for p in pages]

@@ -80,6 +80,11 @@ def test_each_issue_reference_form_calls_get_issue_alone(message):
     assert plan(message) == [{"name": "get_issue", "args": {"number": 240}}]
 
 
+@pytest.mark.parametrize("message", ["issue id 777", "Issue ID: 777", "issue_number=777"])
+def test_an_issue_named_by_its_id_is_looked_up_even_when_no_record_has_it(message):
+    assert plan(message) == [{"name": "get_issue", "args": {"number": 777}}]
+
+
 def test_a_plural_reference_looks_up_every_listed_issue():
     assert [c["args"]["number"] for c in plan("Are issues 212 and 218 fixed?")] == [212, 218]
 

@@ -1,0 +1,185 @@
+"""Reading a retriever through its `ids` pattern, and the offline rules model's references and answers, on a
+project of the tests' own: a bike-share help desk whose search returns plain text naming its markdown pages
+and whose lookup takes an integer ride number."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import offline_inputs
+from harness.project import ToolRole
+from harness.trace import read
+from offline.models import extractive_answer, plan_tool_calls
+
+EVALS_TOML = '''agent = "bikes_agent:build"
+cases = "cases.json"
+pages = "guide/*.md"
+k = 2
+
+[tools.find_guides]
+role = "retriever"
+ids = 'Source: (guide/[\\w-]+\\.md)'
+
+[tools.get_ride]
+role = "lookup"
+records = "rides.json"
+key = "ride_id"
+'''
+
+AGENT = '''import json
+
+
+def build(model, pages: list, records: dict):
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+
+    @tool
+    def find_guides(query: str) -> str:
+        """Search the bike-share guide; each page is followed by its source."""
+        asked = set(query.lower().split())
+        ranked = sorted(pages, key=lambda p: -len(asked & set(p.page_content.lower().split())))
+        return "\\n\\n".join(f"{p.page_content.strip()}\\nSource: {p.id}" for p in ranked[:2])
+
+    @tool
+    def get_ride(ride_id: int) -> str:
+        """Look up a ride by its number: its bike, its minutes and its fare."""
+        found = records["get_ride"].get(str(ride_id))
+        return json.dumps({"ride": ride_id, **found}) if found else f"no ride {ride_id}"
+
+    return create_agent(model, tools=[find_guides, get_ride],
+                        system_prompt="You answer questions about `Pedal`, a bike-share service.")
+'''
+
+GUIDE = {
+    "guide/unlock.md": "# Unlocking a bike\n\nScan the QR code on the handlebar to unlock a bike.\n\n"
+                       "## If the lock stays shut\n\n- Hold the phone steady over the QR code.\n"
+                       "- Turn Bluetooth on, then scan again.\n",
+    "guide/fares.md": "# Fares\n\nA ride costs one euro to start and ten cents a minute.\n\n"
+                      "> A ride over two hours is charged a day pass.\n",
+    "guide/parking.md": "# Parking\n\nEnd a ride at any Pedal dock; the lock clicks when the bike is docked.\n",
+}
+RIDES = {"9999": {"bike": "B-17", "minutes": 42, "fare": "5.20 EUR"}, "1204": {"bike": "B-3", "minutes": 7}}
+CASES = {"name": "pedal", "version": 1, "cases": [{"id": "unlock", "question": "How do I unlock a bike?",
+                                     "expected_docs": ["guide/unlock.md"], "reference": "Scan the QR code."}]}
+
+
+@pytest.fixture(scope="module")
+def bikes(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("pedal")
+    files = {"evals.toml": EVALS_TOML, "bikes_agent.py": AGENT, "rides.json": json.dumps(RIDES),
+             "cases.json": json.dumps(CASES), **GUIDE}
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def pedal(bikes):
+    """Ask the bike-share agent, built with the offline rules model: (its trace, the trace read by role)."""
+    from harness.agent import builder
+    from harness.capture import run
+
+    inputs = offline_inputs(bikes)
+    agent = builder(inputs, "rules", "hash")()
+
+    def ask(question: str) -> tuple[dict, dict]:
+        trace = run(agent, question)
+        return trace, inputs.view(trace)
+    return ask
+
+
+# ---- item 20: a retriever read through its `ids` pattern gives the judge one node per page ------------------
+
+FINDS = {"find_guides": ToolRole("find_guides", "retriever", ids=r"(guide/[\w-]+\.md)")}
+CORPUS = set(GUIDE)
+
+
+def context_of(content: str) -> list[str]:
+    trace = {"tool_calls": [{"name": "find_guides", "args": {"query": "q"}}],
+             "tool_outputs": [{"tool": "find_guides", "content": content}]}
+    return read(trace, FINDS, CORPUS)["context"]
+
+
+def test_ids_that_open_their_pages_split_the_output_into_one_node_per_page():
+    content = ("Two pages found:\n\n[guide/unlock.md] Unlocking a bike\nScan the QR code.\n\n"
+               "[guide/fares.md] Fares\nA ride costs one euro.")
+    assert context_of(content) == ["Two pages found:\n\n[guide/unlock.md] Unlocking a bike\nScan the QR code.",
+                                   "[guide/fares.md] Fares\nA ride costs one euro."]
+
+
+def test_ids_that_close_their_pages_end_each_node_at_its_id():
+    content = "Scan the QR code.\nSource: guide/unlock.md\n\nA ride costs one euro.\nSource: guide/fares.md\n"
+    assert context_of(content) == ["Scan the QR code.\nSource: guide/unlock.md",
+                                   "A ride costs one euro.\nSource: guide/fares.md"]
+
+
+def test_ids_on_one_line_split_that_line_at_each_id():
+    assert context_of("See guide/unlock.md for unlocking and guide/fares.md for prices.") == \
+        ["See guide/unlock.md for unlocking and", "guide/fares.md for prices."]
+
+
+def test_an_agent_whose_search_names_its_pages_in_text_gives_the_judge_each_page_alone(pedal):
+    _, view = pedal("How do I unlock a bike when the lock stays shut?")
+    assert view["retrieved"][0] == "guide/unlock.md" and len(view["retrieved"]) == 2
+    assert len(view["context"]) == 2
+    assert view["context"][0].startswith("# Unlocking a bike") and view["context"][0].endswith(
+        "Source: guide/unlock.md")
+    assert view["retrieved"][1] in view["context"][1] and "Unlocking" not in view["context"][1]
+
+
+# ---- item 21: the rules model's references to a record, and answers free of markdown ----------------------
+
+RIDE_TOOLS = {"find_guides": {"role": "retriever", "arguments": {"query": "string"}},
+              "get_ride": {"role": "lookup", "key": "ride_id", "keys": sorted(RIDES),
+                           "arguments": {"ride_id": "integer"}}}
+
+
+# 4321 and 5678 are no record's key: only the words before them make them references.
+@pytest.mark.parametrize("message", ["ride 4321", "ride #4321", "Ride no. 4321", "ride number 4321", "ride nr 4321",
+                                     "ride id 4321", "ride ID: 4321", "ride_id=4321", "Was my ride 4321 charged?"])
+def test_a_number_after_the_records_noun_looks_the_record_up(message):
+    assert plan_tool_calls(message, RIDE_TOOLS) == [{"name": "get_ride", "args": {"ride_id": 4321}}]
+
+
+def test_a_plural_noun_looks_up_every_listed_record():
+    assert plan_tool_calls("Were rides 4321 and 5678 charged?", RIDE_TOOLS) == \
+        [{"name": "get_ride", "args": {"ride_id": 4321}}, {"name": "get_ride", "args": {"ride_id": 5678}}]
+
+
+@pytest.mark.parametrize("message", ["Can I ride 20 km on one charge?", "How long does it take to ride 5 km?"])
+def test_the_noun_used_as_a_verb_introduces_a_quantity_not_a_record(message):
+    assert [c["name"] for c in plan_tool_calls(message, RIDE_TOOLS)] == ["find_guides"]
+
+
+def test_a_number_after_another_lookups_noun_is_not_this_lookups_record():
+    tools = {**RIDE_TOOLS, "get_bike": {"role": "lookup", "key": "bike_number", "keys": [],
+                                        "arguments": {"bike_number": "integer"}}}
+    assert plan_tool_calls("Is bike #17 broken, and was ride 4321 charged?", tools) == \
+        [{"name": "get_ride", "args": {"ride_id": 4321}}, {"name": "get_bike", "args": {"bike_number": 17}}]
+
+
+def test_the_agent_looks_up_a_ride_named_without_a_hash(pedal):
+    trace, view = pedal("How long was ride 4321?")
+    assert trace["tool_calls"] == [{"name": "get_ride", "args": {"ride_id": 4321}}]
+    assert view["looked_up"] == [("get_ride", "4321")] and trace["answer"] == "no ride 4321"
+
+
+MARKDOWN = re.compile(r"(?:^|\s)(?:#{1,6}|>|[-*+]|\d+[.)])\s|```|^\s*\|", re.MULTILINE)
+
+
+def test_an_answer_drawn_from_markdown_pages_carries_no_markdown_block_syntax(pedal):
+    trace, _ = pedal("The lock stays shut when I unlock a bike: should I turn Bluetooth on?")
+    assert "Turn Bluetooth on, then scan again." in trace["answer"], trace["answer"]
+    assert not MARKDOWN.search(trace["answer"]), trace["answer"]
+
+
+def test_a_pages_headings_list_markers_and_quotes_never_reach_the_answer():
+    from langchain_core.messages import ToolMessage
+
+    page = ("# Fares\n\n## Day passes\n\n> A ride over two hours is charged a day pass.\n\n"
+            "1. Open the app.\n2. Tap Passes to buy a day pass.\n\n| Pass | Price |\n|---|---|\n| day pass | 9 EUR |\n")
+    answer = extractive_answer("How much is a day pass?", [ToolMessage(page, tool_call_id="1", name="find")],
+                               "How much is a day pass?", "Pedal", {"find": "retriever"})
+    assert "day pass" in answer and not MARKDOWN.search(answer), answer
