@@ -109,19 +109,22 @@ def files_of(folder: Path, patterns: list[str], key: str) -> list[Path]:
 def files_matching(folder: Path, pattern: str) -> list[Path]:
     """The files a glob (`**` allowed) matches under `folder`, sorted: none the harness writes (OUTPUTS), none in
     an environment or packages folder the pattern does not name, and none that links outside the folder."""
-    named = set(Path(pattern).parts)
+    named, seen = set(Path(pattern).parts), {}
+
+    def installed(up: Path) -> bool:
+        if up not in seen:
+            seen[up] = up.name not in named and (up.name in PACKAGES or (folder / up / "pyvenv.cfg").is_file())
+        return seen[up]
+
     found = []
-    for relative in sorted(glob.glob(pattern, root_dir=folder, recursive=True)):
-        path = folder / relative
-        if not path.is_file() or is_output(relative) or any(
-                part not in named and (part in PACKAGES or (folder / up / "pyvenv.cfg").is_file())
-                for up, part in zip(Path(relative).parents[-2::-1], Path(relative).parts)):
-            continue
-        found.append(inside(folder, path))
+    for relative in sorted(Path(p) for p in glob.glob(pattern, root_dir=folder, recursive=True)):
+        if not is_output(relative) and not any(map(installed, relative.parents[:-1])) \
+                and (folder / relative).is_file():
+            found.append(inside(folder, folder / relative))
     return found
 
 
-def is_output(relative: str) -> bool:
+def is_output(relative: Union[str, Path]) -> bool:
     parts = Path(relative).parts
     return bool(parts) and parts[0] in OUTPUTS
 
