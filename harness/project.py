@@ -138,7 +138,8 @@ def inside(folder: Path, path: Path) -> Path:
     """`path`, refused (one line naming it) when it resolves outside `folder`: a link to a file elsewhere."""
     target = path.resolve()
     if not target.is_relative_to(folder.resolve()):
-        raise InputError(f"{Path(os.path.relpath(path, folder)).as_posix()}: a link to {target}, outside the project folder: only files inside it are read")
+        raise InputError(f"{Path(os.path.relpath(path, folder)).as_posix()}: a link to {target}, outside the project "
+                         "folder: only files inside it are read")
     return path
 
 
@@ -295,7 +296,7 @@ def markdown_page(path: Path, page_id: str) -> dict:
 
         try:
             meta = yaml.safe_load(text[4:4 + end.start()]) or {}
-        except (yaml.YAMLError, ValueError) as e:  # ValueError: a date that is none, an integer too long to read
+        except (yaml.YAMLError, ValueError) as e:  # ValueError: a date like 2024-13-01, a too long integer
             said = None if isinstance(e, yaml.YAMLError) else json_text.long_integer(text)
             said = said or f"not valid YAML: {' '.join(str(e).split())[:200]}"
             raise InputError(f"{page_id}: front matter: {said}") from None

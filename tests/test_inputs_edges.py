@@ -72,6 +72,12 @@ def test_a_long_integer_in_an_input_is_one_line_naming_the_file(notes, capsys, n
     assert err.startswith(message) and "(at most 4300 are read)" in err
 
 
+def test_an_impossible_date_in_front_matter_is_one_line_naming_the_page(notes, capsys):
+    edit(notes / "pages" / "sync.md", "# Syncing", "---\nrevised: 2024-13-01\n---\n# Syncing")
+    err = refused(capsys, evaluate.main(["--project", "."]))
+    assert err == "evaluate.py: pages/sync.md: front matter: not valid YAML: month must be in 1..12\n"
+
+
 def test_a_long_integer_in_a_recording_is_one_line_naming_it(notes, capsys):
     path = notes / "recordings" / f"{RUN}.json"
     data = json.loads(path.read_text())
