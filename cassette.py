@@ -73,9 +73,10 @@ def shared(value: Any, seen: dict[str, str]) -> Any:
 def read_json(path: Path, error: type[Exception] = RecordingError, label: Optional[str] = None) -> Any:
     """Parse a JSON file (UTF-8, a byte-order mark allowed); a missing, unreadable, malformed or absurdly
     nested one raises `error` with one line that names the file (as `label`, or as typed) and the spot."""
-    label = label or shown(path)
+    label, text = label or shown(path), ""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8-sig"))
+        text = Path(path).read_text(encoding="utf-8-sig")
+        return json.loads(text)
     except FileNotFoundError:
         raise error(f"{label}: file not found") from None
     except json.JSONDecodeError as e:
@@ -84,6 +85,8 @@ def read_json(path: Path, error: type[Exception] = RecordingError, label: Option
         raise error(f"{label}: nested too deeply to read") from None
     except (OSError, UnicodeDecodeError) as e:
         raise error(f"{label}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    except ValueError as e:  # an integer longer than Python converts
+        raise error(f"{label}: {json_text.long_integer(text) or e}") from None
 
 
 def printable_stdout() -> None:

@@ -1,6 +1,8 @@
 """JSON text, quicker, and exactly json's: json's own C encoder, which json.dumps builds anew on every call, built
 once; and orjson reading what it reads as json does."""
 import json
+import re
+import sys
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any, Callable, Optional
 
@@ -47,3 +49,16 @@ def parsed(text: str) -> tuple[Any, bool]:
         except orjson.JSONDecodeError:
             pass
     return json.loads(text), False
+
+
+def long_integer(text: str) -> Optional[str]:
+    """Where and why a parser raised ValueError reading `text` when it holds an integer of more digits than
+    Python converts (sys.get_int_max_str_digits): 'line 3 column 14: an integer of 5000 digits (...)'; else None."""
+    limit = sys.get_int_max_str_digits()
+    integer = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?<![\w.+-])-?(\d{%d,})(?![\w.])' % (limit + 1))
+    found = next((m for m in integer.finditer(text) if m.group(1)), None) if limit else None
+    if found is None:
+        return None
+    line = text.count("\n", 0, found.start()) + 1
+    column = found.start() - text.rfind("\n", 0, found.start())
+    return f"line {line} column {column}: an integer of {len(found.group(1))} digits (at most {limit} are read)"

@@ -7,12 +7,14 @@ imports the agent: `agent.py` builds it and reads its tools.
 import glob
 import hashlib
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from harness import json_text
 from harness.dataset import InputError, read
 
 CONFIG = "evals.toml"
@@ -41,7 +43,7 @@ class Project:
     cases: str = "cases.json"
     calibration: Optional[str] = None
     k: int = 3
-    pages: Optional[str] = None
+    pages: Union[str, list[str], None] = None  # a JSON file, or globs of markdown files
     sources: list[str] = field(default_factory=list)
     rank: Optional[str] = None
     roles: dict[str, ToolRole] = field(default_factory=dict)
@@ -51,7 +53,8 @@ class Project:
         return self.folder / CONFIG
 
     def path(self, relative: str) -> Path:
-        return self.folder / relative
+        """A file evals.toml names, refused when it is a link to a file outside the project folder."""
+        return inside(self.folder, self.folder / relative)
 
     def module_file(self, spec: str) -> Path:
         """The file of a 'module:function' spec's module inside the project folder."""
@@ -68,13 +71,7 @@ class Project:
         the rank function's."""
         if not self.sources:
             return list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
-        files = []
-        for i, pattern in enumerate(self.sources):
-            found = files_matching(self.folder, pattern)
-            if not found:
-                raise InputError(f"{CONFIG}: sources[{i}]: {pattern!r} matches no file in {self.folder}")
-            files += [f for f in found if f not in files]
-        return files
+        return files_of(self.folder, self.sources, "sources")
 
     def sources_sha(self) -> str:
         """One hash of every source file's path (relative to the project) and bytes."""
@@ -90,9 +87,60 @@ class Project:
         return [name for name, r in self.roles.items() if r.role == "retriever"]
 
 
+# Written by the harness, at the top of the project: a glob never matches a file in them.
+OUTPUTS = ("runs", "recordings", "baselines", ".cache")
+# Installed packages: a wildcard never walks into them, nor into a Python environment (a folder holding
+# pyvenv.cfg); `*` and `**` already skip hidden folders (.venv, .git, .tox).
+PACKAGES = ("node_modules", "site-packages", "__pycache__")
+
+
+def files_of(folder: Path, patterns: list[str], key: str) -> list[Path]:
+    """The files the globs match, each once, in the patterns' order; a glob that matches none is refused."""
+    files: dict[Path, None] = {}
+    for i, pattern in enumerate(patterns):
+        found = files_matching(folder, pattern)
+        if not found:
+            raise fail(f"{key}[{i}]" if len(patterns) > 1 else key, f"{pattern!r} matches no file in {folder}"
+                       + (f" ({', '.join(OUTPUTS)} are never read)" if is_output(pattern) else ""))
+        files.update(dict.fromkeys(found))
+    return list(files)
+
+
 def files_matching(folder: Path, pattern: str) -> list[Path]:
-    """The files a glob (`**` allowed) matches under `folder`, sorted."""
-    return sorted(Path(p) for p in glob.glob(str(folder / pattern), recursive=True) if Path(p).is_file())
+    """The files a glob (`**` allowed) matches under `folder`, sorted: none the harness writes (OUTPUTS), none in
+    an environment or packages folder the pattern does not name, and none that links outside the folder."""
+    named, seen = set(Path(pattern).parts), {}
+
+    def installed(up: Path) -> bool:
+        if up not in seen:
+            seen[up] = up.name not in named and (up.name in PACKAGES or (folder / up / "pyvenv.cfg").is_file())
+        return seen[up]
+
+    found = []
+    for relative in sorted(Path(p) for p in glob.glob(pattern, root_dir=folder, recursive=True)):
+        if not is_output(relative) and not any(map(installed, relative.parents[:-1])) \
+                and (folder / relative).is_file():
+            found.append(inside(folder, folder / relative))
+    return found
+
+
+def is_output(relative: Union[str, Path]) -> bool:
+    parts = Path(relative).parts
+    return bool(parts) and parts[0] in OUTPUTS
+
+
+def outside(relative: str) -> bool:
+    """A path or glob of evals.toml that leaves the project folder: absolute, or up through '..'."""
+    return Path(relative).is_absolute() or os.path.normpath(relative).split(os.sep)[0] == ".."
+
+
+def inside(folder: Path, path: Path) -> Path:
+    """`path`, refused (one line naming it) when it resolves outside `folder`: a link to a file elsewhere."""
+    target = path.resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise InputError(f"{Path(os.path.relpath(path, folder)).as_posix()}: a link to {target}, outside the project "
+                         "folder: only files inside it are read")
+    return path
 
 
 def fail(key: str, message: str) -> InputError:
@@ -118,8 +166,10 @@ def load(folder: Path) -> Project:
     path = folder / CONFIG
     if not folder.is_dir():
         raise InputError(f"{folder}: no such project folder")
+    text = ""
     try:
-        config = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        config = tomllib.loads(text)
     except FileNotFoundError:
         raise InputError(f"{CONFIG}: file not found in {folder} (start a project with `python evaluate.py "
                          "init DIR`)") from None
@@ -127,15 +177,23 @@ def load(folder: Path) -> Project:
         raise InputError(f"{CONFIG}: not valid TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{CONFIG}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    except ValueError as e:  # an integer longer than Python converts
+        raise InputError(f"{CONFIG}: {json_text.long_integer(text) or e}") from None
     unknown = [k for k in config if k not in TOP_KEYS]
     if unknown:
         raise fail(unknown[0], f"unknown key (valid: {', '.join(TOP_KEYS)})")
     if "agent" not in config:
         raise fail("agent", "missing: name the factory as agent = \"module:function\"")
     project = Project(folder=folder, agent=function_spec(config, "agent"))
-    for key in ("cases", "calibration", "pages"):
+    for key in ("cases", "calibration"):
         if key in config:
-            setattr(project, key, expect(config[key], str, key, "a path relative to the project folder"))
+            setattr(project, key, relative_path(config[key], key))
+    if "pages" in config:
+        pages = config["pages"]
+        project.pages = relative_path(pages, "pages") if isinstance(pages, str) else \
+            paths(pages, "pages", "a JSON file, a glob of markdown files or a list of globs")
+        if not project.pages:
+            raise fail("pages", "an empty list: name the markdown files as globs, or leave pages out")
     if "k" in config:
         project.k = expect(config["k"], int, "k", "a whole number")
         if project.k < 1:
@@ -144,13 +202,24 @@ def load(folder: Path) -> Project:
         project.rank = function_spec(config, "rank")
     if "sources" in config:
         sources = config["sources"]
-        sources = [sources] if isinstance(sources, str) else sources
-        expect(sources, list, "sources", "a list of paths")
-        project.sources = [expect(s, str, f"sources[{i}]", "a path") for i, s in enumerate(sources)]
+        project.sources = paths([sources] if isinstance(sources, str) else sources, "sources", "a list of paths")
     tools = expect(config.get("tools", {}), dict, "tools", "tables [tools.NAME]")
     for name, table in tools.items():
         project.roles[name] = tool_role(name, expect(table, dict, f"tools.{name}", "a table"))
     return project
+
+
+def relative_path(value: Any, key: str) -> str:
+    """A path or glob evals.toml names: a string, inside the project folder."""
+    expect(value, str, key, "a path relative to the project folder")
+    if outside(value):
+        raise fail(key, f"{value!r} is outside the project folder: name a path inside it, relative to it")
+    return value
+
+
+def paths(value: Any, key: str, what: str) -> list[str]:
+    """A list of paths or globs, each checked as relative_path checks one."""
+    return [relative_path(v, f"{key}[{i}]") for i, v in enumerate(expect(value, list, key, what))]
 
 
 def tool_role(name: str, table: dict) -> ToolRole:
@@ -167,6 +236,7 @@ def tool_role(name: str, table: dict) -> ToolRole:
                 raise fail(f"{at}.{key}", "missing: a lookup names its records file and the argument that "
                            "picks a record")
             expect(table[key], str, f"{at}.{key}", "a string")
+        relative_path(table["records"], f"{at}.records")
         return ToolRole(name, role, records=table["records"], key=table["key"])
     ids = table.get("ids")
     if ids is not None:
@@ -182,17 +252,17 @@ def tool_role(name: str, table: dict) -> ToolRole:
 
 def read_pages(project: Project, validated) -> list[dict]:
     """The pages as dicts: `id`, `text`, optional `title` and `planted`, and any other metadata. `pages` is a
-    JSON list of pages, or a glob of markdown files (one page per file)."""
+    JSON list of pages, or globs of markdown files (one page per file)."""
     spec = project.pages
     if spec is None:
         return []
-    one_file = spec.endswith(".json") and not glob.has_magic(spec)
+    one_file = isinstance(spec, str) and spec.endswith(".json") and not glob.has_magic(spec)
     if one_file:
         path = project.path(spec)
         pages = read(path, spec)
         validated.check(path, "Pages", {"pages": pages}, label=spec)
     else:
-        pages = markdown_pages(project, spec)
+        pages = markdown_pages(project, [spec] if isinstance(spec, str) else spec)
     seen = set()
     for i, page in enumerate(pages):
         at = f"{spec}: pages[{i}] ({page['id']})." if one_file else f"{page['id']}: "  # a page is a file
@@ -206,11 +276,9 @@ def read_pages(project: Project, validated) -> list[dict]:
     return pages
 
 
-def markdown_pages(project: Project, pattern: str) -> list[dict]:
-    files = files_matching(project.folder, pattern)
-    if not files:
-        raise fail("pages", f"{pattern!r} matches no file in {project.folder}")
-    return [markdown_page(path, path.relative_to(project.folder).as_posix()) for path in files]
+def markdown_pages(project: Project, patterns: list[str]) -> list[dict]:
+    return [markdown_page(path, path.relative_to(project.folder).as_posix())
+            for path in sorted(files_of(project.folder, patterns, "pages"))]
 
 
 def markdown_page(path: Path, page_id: str) -> dict:
@@ -228,8 +296,10 @@ def markdown_page(path: Path, page_id: str) -> dict:
 
         try:
             meta = yaml.safe_load(text[4:4 + end.start()]) or {}
-        except yaml.YAMLError as e:
-            raise InputError(f"{page_id}: front matter: not valid YAML: {' '.join(str(e).split())[:200]}") from None
+        except (yaml.YAMLError, ValueError) as e:  # ValueError: a date like 2024-13-01, a too long integer
+            said = None if isinstance(e, yaml.YAMLError) else json_text.long_integer(text)
+            said = said or f"not valid YAML: {' '.join(str(e).split())[:200]}"
+            raise InputError(f"{page_id}: front matter: {said}") from None
         if not isinstance(meta, dict):
             raise InputError(f"{page_id}: front matter: expected key: value lines")
         meta = json.loads(json.dumps(meta, default=str))  # dates and the like as text: metadata is JSON
