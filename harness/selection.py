@@ -1,5 +1,6 @@
 """Which cases a run covers: `--case ID` (repeatable, a glob such as `issue-*`) and `--shard I/N` (a fixed
-slice chosen by a stable hash of the case id, so adding cases never moves the others). Pure.
+slice chosen by a stable hash of the case id, so adding cases never moves the others), and which split of
+them it reports. Pure.
 """
 import fnmatch
 import hashlib
@@ -40,6 +41,21 @@ def select(cases: dict, patterns: Optional[list[str]] = None, shard: Optional[tu
     if shard:
         chosen = [c for c in chosen if shard_of(c["id"], shard[1]) == shard[0]]
     return {**cases, "cases": chosen}
+
+
+def report_split(split: Optional[str], named: Optional[dict]) -> str:
+    """The split a run reports: the one asked for (default dev); with `named` (the cases chosen by --case)
+    and none asked, every named case, held out or not, since the split never hides a case named. A split
+    asked for that holds none of the named cases is refused."""
+    if named is None or split == "all":
+        return split or "dev"
+    if split is None:
+        return "all"
+    if not any(c["split"] == split for c in named["cases"]):
+        ids = ", ".join(f"{c['id']} ({c['split']})" for c in named["cases"][:8])
+        raise SelectionError(f"--case: none of the chosen cases is in the {split} split ({ids}); "
+                             "drop --split to report them")
+    return split
 
 
 def case_of(entry: str) -> str:
