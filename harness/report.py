@@ -10,10 +10,10 @@ with none of these characters is emitted as is."""
 import re
 from typing import Optional
 
-from harness import judges
+from harness import judges, stages
 from harness.console import visible
 from harness.ladder import markdown_lines as ladder_lines
-from harness.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD, deepeval_disagrees, failure_reason, stage_results
+from harness.stages import BEHAVIOUR_JUDGED, STAGES, deepeval_disagrees, failure_reason, stage_results
 from harness.stats import rate_text
 
 
@@ -102,7 +102,7 @@ def gate_of(row: dict, metric: str) -> Optional[str]:
 
 def legend(report: dict) -> str:
     """How the judged scores gate, with the threshold the run used: the same words in every rendering."""
-    return (f"\nA judged score passes at {report.get('threshold', THRESHOLD):.2f} or more. Ctx precision is "
+    return (f"\nA judged score passes at {report.get('threshold', stages.THRESHOLD):.2f} or more. Ctx precision is "
             "reported, never gating; on a case expecting an abstention ctx recall and relevancy are reported, not "
             "gating. The behaviour judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks "
             "in code.")
