@@ -358,8 +358,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--model", help=f"the model under test (replay: its recordings only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
     parser.add_argument("--split", choices=("dev", "holdout", "all"),
-                        help="which cases to report (default dev, or with --case every case named; --live records "
-                        "every case either way)")
+                        help="which cases to report (default dev, and a held-out case named with --case; --live "
+                        "records every case either way)")
     parser.add_argument("--repeats", type=int, metavar="N", help=f"runs per case, each judged, at most {MAX_REPEATS} "
                         "(live: record N; default: as many as the recording holds, else 1); reports passes out of N "
                         "and flaky cases")
@@ -399,7 +399,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         shard = parse_shard(args.shard) if args.shard else None
         cases = select(loaded.cases, patterns, shard, "--show" if args.show else "--case") if (patterns or shard) \
             else None
-        split = "all" if args.show else report_split(args.split, cases if args.case else None)
+        split = "all" if args.show else report_split(args.split, cases if args.case else None, args.case)
         if args.live:
             model = args.model or chat_model_name()
             if args.batch and not providers.is_gemini(judge_name()):

@@ -43,16 +43,19 @@ def select(cases: dict, patterns: Optional[list[str]] = None, shard: Optional[tu
     return {**cases, "cases": chosen}
 
 
-def report_split(split: Optional[str], named: Optional[dict]) -> str:
-    """The split a run reports: the one asked for (default dev); with `named` (the cases chosen by --case)
-    and none asked, every named case, held out or not, since the split never hides a case named. A split
-    asked for that holds none of the named cases is refused."""
-    if named is None or split == "all":
+def report_split(split: Optional[str], chosen: Optional[dict], patterns: Optional[list[str]] = None) -> str:
+    """The split a run reports: the one asked for (default dev). With `chosen`, the cases --case `patterns`
+    chose, and no split asked: every chosen case when one is named exactly (not by a glob) and held out, or
+    when none is a dev case, since the split never hides a case named; else dev, so a glob does not show
+    held-out cases by the way. A split asked for that holds none of the chosen cases is refused."""
+    if chosen is None or split == "all":
         return split or "dev"
     if split is None:
-        return "all"
-    if not any(c["split"] == split for c in named["cases"]):
-        ids = ", ".join(f"{c['id']} ({c['split']})" for c in named["cases"][:8])
+        named = set(patterns or [])
+        shown = any(c["split"] != "dev" and c["id"] in named for c in chosen["cases"])
+        return "all" if shown or all(c["split"] != "dev" for c in chosen["cases"]) else "dev"
+    if not any(c["split"] == split for c in chosen["cases"]):
+        ids = ", ".join(f"{c['id']} ({c['split']})" for c in chosen["cases"][:8])
         raise SelectionError(f"--case: none of the chosen cases is in the {split} split ({ids}); "
                              "drop --split to report them")
     return split

@@ -94,6 +94,21 @@ def test_case_naming_a_held_out_case_reports_it(hash_run, capsys):
     assert "\n| bug-240-week-start | " in out and "0/1 cases pass every stage" in out
 
 
+def test_a_glob_matching_only_held_out_cases_reports_them(hash_run, capsys):
+    import evaluate
+
+    assert evaluate.main(["--case", "android-*"]) == 0
+    assert "\n| android-app | " in capsys.readouterr().out
+
+
+def test_a_glob_matching_dev_cases_too_keeps_the_held_out_ones_hidden(hash_run, capsys):
+    import evaluate
+
+    assert evaluate.main(["--case", "*-*"]) == 0
+    out = capsys.readouterr().out
+    assert "\n| issue-212 | " in out and "| android-app |" not in out and "split dev." in out
+
+
 def test_case_with_a_split_that_holds_none_of_the_named_cases_is_refused_in_one_line(hash_run, capsys):
     import evaluate
 
