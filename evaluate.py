@@ -32,7 +32,7 @@ from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, ch
     judge_name
 from harness.report import cases as cases_text, markdown
 from harness.run_files import header, replay_targets, report_files, run_name, write_if_changed
-from harness.selection import SelectionError, case_of, parse_shard, select
+from harness.selection import SelectionError, case_of, parse_shard, report_split, select
 from harness.stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
                             spent, summarize, tool_verdict)
 from harness.trace import Unreadable
@@ -357,8 +357,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     add_live_options(parser, "model calls")
     parser.add_argument("--model", help=f"the model under test (replay: its recordings only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
-    parser.add_argument("--split", choices=("dev", "holdout", "all"), default="dev",
-                        help="which cases to report (default dev; --live records every case either way)")
+    parser.add_argument("--split", choices=("dev", "holdout", "all"),
+                        help="which cases to report (default dev, and a held-out case named with --case; --live "
+                        "records every case either way)")
     parser.add_argument("--repeats", type=int, metavar="N", help=f"runs per case, each judged, at most {MAX_REPEATS} "
                         "(live: record N; default: as many as the recording holds, else 1); reports passes out of N "
                         "and flaky cases")
@@ -398,25 +399,26 @@ def main(argv: Optional[list[str]] = None) -> int:
         shard = parse_shard(args.shard) if args.shard else None
         cases = select(loaded.cases, patterns, shard, "--show" if args.show else "--case") if (patterns or shard) \
             else None
+        split = "all" if args.show else report_split(args.split, cases if args.case else None, args.case)
         if args.live:
             model = args.model or chat_model_name()
             if args.batch and not providers.is_gemini(judge_name()):
                 raise InputError(f"--batch: the judge {providers.printable(judge_name())} has no batch API: only a "
                                  "Gemini judge (DOCS_JUDGE=gemini-...) can be asked in batches")
-            report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
+            report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
                                               args.repeats, cases, shard, args.plan, args.batch)
             if args.plan:
                 return console.write_stdout(planned, command="evaluate.py") or 0
             reports = [report]
             if args.judge2:
-                second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, args.split,
+                second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
                                          args.repeats, cases, None, False, False, args.judge2, judge_name())
                 reports, errors = [judges.beside(report, second)], errors + more
         else:
-            reports = replay(subset(loaded, cases), args.model, "all" if args.show else args.split, args.repeats)
+            reports = replay(subset(loaded, cases), args.model, split, args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
             if args.judge2:
-                seconds = replay(subset(loaded, cases), args.model, args.split, args.repeats, args.judge2)
+                seconds = replay(subset(loaded, cases), args.model, split, args.repeats, args.judge2)
                 reports = [judges.beside(r, next((o for o in seconds if o["key"]["model"] == r["key"]["model"]
                                                   and o["key"]["embedder"] == r["key"]["embedder"]), None))
                            for r in reports if r["key"]["judge"] != args.judge2]
@@ -432,11 +434,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:
-        print(f"evaluate.py: {e}", file=sys.stderr)
+        print(f"evaluate.py: {console.visible(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:
-        print(f"evaluate.py: {shown(e.filename) if e.filename else 'output'}: cannot write: {e.strerror or e}",
-              file=sys.stderr)
+        print(console.visible(f"evaluate.py: {shown(e.filename) if e.filename else 'output'}: cannot write: "
+                              f"{e.strerror or e}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except (KeyboardInterrupt, Interrupted) as e:
         kept = f": {e}" if isinstance(e, Interrupted) else ""

@@ -1,4 +1,5 @@
-"""A command's text on stdout, ending the way a command line expects when stdout cannot take it.
+"""A command's text on stdout, ending the way a command line expects when stdout cannot take it, with no
+control character of an input's text reaching the terminal raw (`visible`).
 
 Standard library only, so any command can import it without pulling in the harness's heavier modules.
 
@@ -21,22 +22,33 @@ again when the interpreter flushes stdout at exit, printing "Exception ignored .
 turning the exit code into 120. Later writes to stdout go nowhere, without error.
 """
 import os
+import re
 import sys
 from typing import Optional
 
+# What a terminal or a page would act on instead of showing: C0 and C1 controls but tab and newline (ESC opens
+# a terminal escape sequence, \r overwrites a line), the bidirectional controls (U+202E shows text reversed)
+# and the line and paragraph separators. Joiners and other format characters that only shape text are kept.
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 READER_GONE = 0  # `head` closing the pipe early is not the command's failure
 CANNOT_WRITE = 2  # the command's usual code for bad input or an unwritable output
 
 
+def visible(text: str) -> str:
+    """`text` with each control character (CONTROLS) written as its Python escape (`\\x1b`, `\\x00`,
+    `\\u202e`), so it shows as characters; tab and newline kept. Every renderer of outside text applies it."""
+    return text if text.isprintable() else CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def write_stdout(text: str, *, command: str, end: str = "\n") -> Optional[int]:
-    """Write `text` and `end` to stdout and flush it, so a failure surfaces here and not at exit.
+    """Write `text` (`visible`) and `end` to stdout and flush it, so a failure surfaces here and not at exit.
 
     None when everything was written: carry on. Otherwise the exit code the command should end with:
     READER_GONE (0) when the reader closed the pipe, nothing said; CANNOT_WRITE (2) when stdout cannot be
     written, after one line on stderr naming `command` (e.g. "compare.py") and the reason. In both cases
     stdout is redirected to os.devnull first (see stdout_to_devnull)."""
     try:
-        sys.stdout.write(text + end)
+        sys.stdout.write(visible(text) + end)
         sys.stdout.flush()
     except BrokenPipeError:
         stdout_to_devnull()

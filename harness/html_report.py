@@ -1,5 +1,6 @@
 """The evaluation report as one self-contained HTML page: summary, pictures, stage table and every case in
-detail.
+detail. The summary is the markdown report's own (harness/report.py), rendered here, so the page says what
+the markdown says in the same words; a stage's verdict is coloured only where it gates.
 
 Pure: `html(report)` returns the page; it loads nothing from the network (no external CSS, JS or fonts). The
 pictures are inline SVG drawn here (a stage funnel, pass rates with their Wilson intervals per stage and per
@@ -9,13 +10,15 @@ text, and the tables below say everything without them.
 from html import escape
 from typing import Any, Iterator, Optional
 
+from markdown_it import MarkdownIt
+
 from harness import json_text
-from harness.stages import STAGES, deepeval_disagrees, stage_results
+from harness.console import visible
+from harness.report import gate_of, run_line, summary
+from harness.stages import STAGES, deepeval_disagrees, passes, stage_results
 from harness.stats import rate_text, wilson_interval
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
-# contextual precision is reported, never gating: its cells stay neutral.
-GATING = ("faithfulness", "contextual_recall", "answer_relevancy")
 
 CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1300px;
@@ -30,8 +33,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .pass { background: #dcf5dc; }
 .fail { background: #fbd5d5; font-weight: 600; }
 .neutral { background: #f7f7f7; color: #555; }
-.summary dt { font-weight: 600; float: left; clear: left; width: 15rem; }
-.summary dd { margin: 0 0 .2rem 15.5rem; }
+.summary { max-width: 62rem; }
+.summary p { margin: .5rem 0; }
 .case { border: 1px solid #d0d0d0; border-radius: 6px; padding: .8rem 1.1rem; margin: 1rem 0; }
 .case.failed { border-left: 6px solid #d33; }
 .case.passed { border-left: 6px solid #3a3; }
@@ -49,8 +52,9 @@ ARGUMENTS = json_text.encoder(ensure_ascii=False, default=str)  # a call's argum
 
 
 def escaped(value: Any) -> str:
-    """Any value as HTML text, quotes included: every value the pages show goes through it."""
-    text = value if type(value) is str else str(value)
+    """Any value as HTML text, quotes included, control characters shown escaped (console.visible): every
+    value the pages show goes through it."""
+    text = visible(value if type(value) is str else str(value))
     special = "&" in text or "<" in text or ">" in text or '"' in text or "'" in text  # what escape replaces
     return escape(text, quote=True) if special else text
 
@@ -67,52 +71,43 @@ def _cell(col: str, text: str, ok: Optional[bool], num: bool = False) -> str:
     return f'<td data-col="{col}" class="{_verdict(ok)}{" num" if num else ""}">{text}</td>'
 
 
-def _labelled(key: str, value: Any) -> str:
-    """'agent p50 0.04 s' for a timing field `agent_p50_s`; 'key value' otherwise."""
-    if str(key).endswith("_s") and isinstance(value, (int, float)):
-        return f"{escaped(str(key)[:-2].replace('_', ' '))} {value:.2f} s"
-    return f"{escaped(str(key).replace('_', ' '))} {_value(value)}"
-
-
 def _value(v: Any) -> str:
-    """Any summary value as escaped text: rates with their interval, dicts as 'key value' pairs."""
-    if v is None:
-        return "-"
-    if isinstance(v, dict):
-        if "passed" in v and "total" in v:
-            return escaped(rate_text(v))
-        sep = "<br>" if any(isinstance(x, dict) for x in v.values()) else "; "
-        return sep.join(_labelled(k, x) for k, x in v.items()) or "-"
+    """A tool verdict's list (missing, unexpected, wrong arguments) as escaped text."""
     if isinstance(v, (list, tuple)):
-        return ", ".join(_value(x) for x in v) or "-"
+        return ", ".join(escaped(x) for x in v) or "-"
     return escaped(v)
 
 
+# The markdown summary as HTML: its tables, lists, code and emphasis. The markdown escapes every outside text
+# and writes a line break as <br>; any other HTML, and any link or image (which could fetch), shows as text.
+MARKDOWN = MarkdownIt("commonmark").enable("table").disable(["image", "link", "autolink", "reference"])
+MARKDOWN.add_render_rule("html_inline", lambda tokens, i, *_: "<br>" if tokens[i].content == "<br>"
+                         else escape(tokens[i].content))
+MARKDOWN.add_render_rule("html_block", lambda tokens, i, *_: f"<p>{escape(tokens[i].content)}</p>")
+
+
 def _summary(report: dict) -> str:
-    s = report.get("summary") or {}
-    passed = rate_text(s["pass_rate"]) if isinstance(s.get("pass_rate"), dict) else (
-        f"{s['passed']}/{s['cases']}" if "passed" in s and "cases" in s else None)
-    head = f"<p><strong>{escaped(passed)} cases pass every stage.</strong></p>" if passed else ""
-    items = "".join(f"<dt>{escaped(str(k).replace('_', ' '))}</dt><dd>{_value(v)}</dd>" for k, v in s.items())
-    return f'{head}<dl class="summary">{items}</dl><div style="clear:both"></div>'
+    """The markdown report's summary, in the same words; nothing for a report without one."""
+    if not report.get("summary"):
+        return ""
+    return f'<div class="summary">{MARKDOWN.render(summary(report))}</div>'
 
 
-def _row(r: dict, threshold: float) -> str:
-    tools, ret, judged = r.get("tools") or {}, r.get("retrieval"), r.get("judged") or {}
+def _row(r: dict) -> str:
+    tools, ret, judged, results = r.get("tools") or {}, r.get("retrieval"), r.get("judged") or {}, stage_results(r)
     calls = r.get("calls") or [c.get("name") for c in r.get("tool_calls") or []]
-    ret_ok = None if ret is None else ret.get("recall") == 1.0
+    behaviour, ret_ok = r.get("behaviour"), results.get("retrieval")
     tools_ok, rid = tools.get("pass"), escaped(r["id"])
     cells = [f'<td data-col="case"><a href="#case-{rid}">{rid}</a></td>',
              _cell("calls", escaped(", ".join(map(str, calls)) or "none"), None),
-             _cell("tools", "-" if tools_ok is None else ("pass" if tools_ok else "FAIL"), tools_ok),
+             _cell("behaviour", _mark(results.get("behaviour")), results.get("behaviour")),
+             _cell("tools", _mark(tools_ok), tools_ok),
              _cell("hit", "-" if ret is None else ("yes" if ret.get("hit") else "NO"), ret_ok),
              _cell("recall", _num(ret and ret.get("recall")), ret_ok, True),
              _cell("rr", _num(ret and ret.get("reciprocal_rank")), ret_ok, True)]
-    for m in JUDGED:
+    for m in JUDGED:  # coloured only where the score gates: a metric that did not run, or only reports, is neutral
         score = judged[m].get("score") if m in judged else None
-        # a metric that did not run for this case (no context) is skipped, not failed
-        ok = None if m not in judged or m not in GATING else score is not None and score >= threshold
-        cells.append(_cell(m, _num(score), ok, True))
+        cells.append(_cell(m, _num(score), results.get(m) if gate_of(r, m) == m else None, True))
     failure = r.get("first_failure")
     text = escaped(failure or "-")
     if r.get("error"):
@@ -121,11 +116,15 @@ def _row(r: dict, threshold: float) -> str:
     return f'<tr id="row-{rid}">{"".join(cells)}</tr>'
 
 
+def _mark(ok: Optional[bool]) -> str:
+    return "-" if ok is None else ("pass" if ok else "FAIL")
+
+
 def _table(report: dict) -> str:
     k = report.get("k", "k")
-    heads = ["case", "tools called", "tools", f"hit@{k}", f"recall@{k}", "RR", "ctx precision", "faithful",
-             "ctx recall", "relevancy", "first failure"]
-    rows = "".join(_row(r, report.get("threshold", 0.7)) for r in report.get("rows", []))
+    heads = ["case", "tools called", "behaviour", "tools", f"hit@{k}", f"recall@{k}", "RR", "ctx precision",
+             "faithful", "ctx recall", "relevancy", "first failure"]
+    rows = "".join(_row(r) for r in report.get("rows", []))
     return (f'<table id="stages"><thead><tr>{"".join(f"<th>{escaped(h)}</th>" for h in heads)}</tr></thead>'
             f"<tbody>{rows}</tbody></table>")
 
@@ -164,20 +163,32 @@ def _deepeval_disagrees(t: dict) -> str:
             f"<pre>{escaped(t['deepeval']['reason'])}</pre>")
 
 
-def _judged(r: dict, threshold: float) -> str:
+def _behaviour(r: dict) -> str:
+    """The behaviour checks' verdict and each reason they failed, as the markdown's first failures give them."""
+    b = r.get("behaviour")
+    if b is None:
+        return ""
+    failures = "".join(f"<li>{escaped(f)}</li>" for f in b.get("failures") or [])
+    return (f'<h3>Behaviour</h3><p>Behaviour checks: <span class="{_verdict(b["pass"])}">{_mark(b["pass"])}'
+            f"</span></p>{f'<ul>{failures}</ul>' if failures else ''}")
+
+
+def _judged(r: dict) -> str:
     rows = []
     for m, v in (r.get("judged") or {}).items():
-        score = v.get("score")
-        ok = None if m not in GATING else score is not None and score >= threshold
+        score, gate = v.get("score"), gate_of(r, m)
+        ok = None if gate is None else passes(score)
+        verdict = "reported, not gating" if gate is None else f"{_mark(ok)}" + ("" if gate == m else
+                                                                                  f" (gates {gate})")
         rows.append(f'<tr><td>{escaped(m)}</td><td class="{_verdict(ok)} num">{_num(score)}</td>'
-                    f"<td>{escaped(v.get('reason') or '')}</td></tr>")
+                    f'<td class="{_verdict(ok)}">{escaped(verdict)}</td><td>{escaped(v.get("reason") or "")}</td></tr>')
     if not rows:
         return "<h3>Judge</h3><p>no judged metrics</p>"
-    return ("<h3>Judge</h3><table><thead><tr><th>metric</th><th>score</th><th>reason</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return ("<h3>Judge</h3><table><thead><tr><th>metric</th><th>score</th><th>verdict</th><th>reason</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def _case(r: dict, threshold: float) -> str:
+def _case(r: dict) -> str:
     failure = r.get("first_failure")
     badge = (f'<span class="badge fail">first failure: {escaped(failure)}</span>' if failure
              else '<span class="badge pass">passes every stage</span>')
@@ -189,10 +200,10 @@ def _case(r: dict, threshold: float) -> str:
     return (f'<section id="case-{rid}" class="case {"failed" if failure else "passed"}">'
             f"<h2>{rid}{badge}</h2>{error}{rerun}"
             f'<h3>Question</h3><p class="text">{escaped(r.get("question", ""))}</p>'
-            f"{_tool_section(r)}<h3>Retrieved pages (rank order)</h3>{_pages(r)}"
+            f"{_behaviour(r)}{_tool_section(r)}<h3>Retrieved pages (rank order)</h3>{_pages(r)}"
             f'<h3>Answer</h3><p class="text">{escaped(r.get("answer") or "")}</p>'
             f'<h3>Reference</h3><p class="text">{escaped(r.get("reference") or "")}</p>'
-            f"{_judged(r, threshold)}</section>")
+            f"{_judged(r)}</section>")
 
 
 # ---- pictures: inline SVG, drawn here, nothing fetched ---------------------------------------------------
@@ -477,12 +488,11 @@ def html_parts(report: dict) -> Iterator[str]:
     agent = f"Agent {key['agent']}: " if key.get("agent") else ""
     title = (f"{agent}model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
              f"{' (the offline backends)' if key.get('offline') else ''}")
-    threshold = report.get("threshold", 0.7)
-    cases = f"<p>Cases {escaped(key['cases'])}; threshold {escaped(threshold)}.</p>" if "cases" in key else ""
+    run = f"<p>{MARKDOWN.renderInline(visible(run_line(report)))}</p>" if "cases" in key else ""
     yield ("<!DOCTYPE html>\n"
            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
-           f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{cases}{_summary(report)}"
+           f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{run}{_summary(report)}"
            f"{_pictures(report)}<h2>Stages</h2>{_table(report)}<h2>Cases</h2>")
     for r in report.get("rows", []):
-        yield _case(r, threshold)
+        yield _case(r)
     yield "</body></html>\n"

@@ -2,16 +2,18 @@
 failed, tokens and latency. Pure: `markdown(report)` returns text.
 
 Every text from the inputs or the models (answers and reasons, tool, model and category names, error
-messages...) goes through `text`, `cell` or `code` where it is emitted: GitHub and most viewers render
+messages...) goes through `text`, `cell` or `code` where it is emitted, and the whole text through
+`console.visible` (no control character shown raw): GitHub and most viewers render
 markdown's inline HTML, so `<`, `>` and `&` become entities (shown as the characters), a backtick cannot
 open a code span, a line break cannot end a table row or a list item, and `|` cannot end a table cell. Text
 with none of these characters is emitted as is."""
 import re
 from typing import Optional
 
-from harness import judges
+from harness import judges, stages
+from harness.console import visible
 from harness.ladder import markdown_lines as ladder_lines
-from harness.stages import deepeval_disagrees, failure_reason
+from harness.stages import BEHAVIOUR_JUDGED, STAGES, deepeval_disagrees, failure_reason, stage_results
 from harness.stats import rate_text
 
 
@@ -70,11 +72,47 @@ def cases(n: int) -> str:
 
 
 def markdown(report: dict) -> str:
-    """The whole report. Only the line starting 'Latency:' prints measured times."""
-    k, s = report["k"], report["summary"]
-    lines = [f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
+    """The whole report: the run it is, the stage table, then `summary`. Only the line starting 'Latency:'
+    prints measured times."""
+    k = report["k"]
+    lines = [f"# {run_line(report)}\n",
+             f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
              "| ctx recall | relevancy | first failure |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [table_row(r) for r in report["rows"]]
+    return visible("\n".join(lines)) + "\n" + summary(report)
+
+
+def run_line(report: dict) -> str:
+    """'Agent a:build; model m, embedder e, judge j (the offline backends); cases c@1, split dev.': the run a
+    report is of, which opens it (two reports printed back to back each say theirs first)."""
+    key = report["key"]
+    agent = f"Agent {text(key['agent'])}; " if key.get("agent") else ""
+    return (f"{agent}model {text(key['model'])}, embedder {text(key['embedder'])}, judge {text(key['judge'])}"
+            f"{' (the offline backends)' if key.get('offline') else ''}; cases {text(key['cases'])}, "
+            f"split {text(report.get('split', 'all'))}.")
+
+
+def gate_of(row: dict, metric: str) -> Optional[str]:
+    """The stage a judged metric's verdict decides on this row: its own, 'behaviour' for a behaviour judgement
+    (recorded only where the behaviour check reads it), or None when it is reported and never gates."""
+    if metric in STAGES and metric in stage_results(row):
+        return metric
+    return "behaviour" if metric in BEHAVIOUR_JUDGED and row.get("behaviour") is not None else None
+
+
+def legend(report: dict) -> str:
+    """How the judged scores gate, with the threshold the run used: the same words in every rendering."""
+    return (f"\nA judged score passes at {report.get('threshold', stages.THRESHOLD):.2f} or more. Ctx precision is "
+            "reported, never gating; on a case expecting an abstention ctx recall and relevancy are reported, not "
+            "gating. The behaviour judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks "
+            "in code.")
+
+
+def summary(report: dict) -> str:
+    """Everything under the stage table, as markdown: the legend, the rates with their intervals, the ladder,
+    categories, repeats, counterfactuals, why each failing case failed, tokens and latency, calibration."""
+    k, s = report["k"], report["summary"]
+    lines = [legend(report)]
     faith = s["mean_faithfulness"]
     errors = (f" {cases(s['errors'])} errored and {'is' if s['errors'] == 1 else 'are'} not scored."
               if s["errors"] else "")
@@ -126,14 +164,9 @@ def markdown(report: dict) -> str:
                  f"{t['judge_out']} out. Cost: {cost}.")
     lines.append(f"Latency: agent run p50 {seconds(lat['agent_p50_s'])}, p95 {seconds(lat['agent_p95_s'])}; "
                  f"judge metric p50 {seconds(lat['judge_p50_s'])}, p95 {seconds(lat['judge_p95_s'])}.")
-    key = report["key"]
-    agent = f"Agent {text(key['agent'])}; " if key.get("agent") else ""
-    lines.append(f"\n{agent}model {text(key['model'])}, embedder {text(key['embedder'])}, judge {text(key['judge'])}"
-                 f"{' (the offline backends)' if key.get('offline') else ''}; cases {text(key['cases'])}, "
-                 f"split {text(report.get('split', 'all'))}.")
     lines += calibration_lines(report.get("calibration"))
     lines += judges.lines(report.get("second_judge"))
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def calibration_lines(found: Optional[dict]) -> list[str]:

@@ -1,5 +1,6 @@
 """Which cases a run covers: `--case ID` (repeatable, a glob such as `issue-*`) and `--shard I/N` (a fixed
-slice chosen by a stable hash of the case id, so adding cases never moves the others). Pure.
+slice chosen by a stable hash of the case id, so adding cases never moves the others), and which split of
+them it reports. Pure.
 """
 import fnmatch
 import hashlib
@@ -40,6 +41,24 @@ def select(cases: dict, patterns: Optional[list[str]] = None, shard: Optional[tu
     if shard:
         chosen = [c for c in chosen if shard_of(c["id"], shard[1]) == shard[0]]
     return {**cases, "cases": chosen}
+
+
+def report_split(split: Optional[str], chosen: Optional[dict], patterns: Optional[list[str]] = None) -> str:
+    """The split a run reports: the one asked for (default dev). With `chosen`, the cases --case `patterns`
+    chose, and no split asked: every chosen case when one is named exactly (not by a glob) and held out, or
+    when none is a dev case, since the split never hides a case named; else dev, so a glob does not show
+    held-out cases by the way. A split asked for that holds none of the chosen cases is refused."""
+    if chosen is None or split == "all":
+        return split or "dev"
+    if split is None:
+        named = set(patterns or [])
+        shown = any(c["split"] != "dev" and c["id"] in named for c in chosen["cases"])
+        return "all" if shown or all(c["split"] != "dev" for c in chosen["cases"]) else "dev"
+    if not any(c["split"] == split for c in chosen["cases"]):
+        ids = ", ".join(f"{c['id']} ({c['split']})" for c in chosen["cases"][:8])
+        raise SelectionError(f"--case: none of the chosen cases is in the {split} split ({ids}); "
+                             "drop --split to report them")
+    return split
 
 
 def case_of(entry: str) -> str:

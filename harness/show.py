@@ -5,7 +5,9 @@ import json
 import textwrap
 from typing import Optional
 
-from harness.stages import STAGES, failure_reason, passes, stage_results
+from harness.console import visible
+from harness.report import gate_of
+from harness.stages import failure_reason, passes, stage_results
 
 WIDTH = 100
 OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
@@ -64,12 +66,19 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
                      f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}"
                      + (f"; missed {', '.join(retrieval['missed'])}" if retrieval["missed"] else ""))
     for stage, verdict in row.get("judged", {}).items():
-        score = verdict.get("score")
-        mark = "pass" if passes(score) else "FAIL"
-        gate = "" if stage in STAGES and stage in results else " (reported, not gating)"
-        lines += [f"  {stage}: {mark} {'-' if score is None else f'{score:.2f}'}{gate}",
+        lines += [f"  {stage}: {judged_verdict(row, stage, verdict.get('score'))}",
                   *wrapped(verdict.get("reason") or "", "      ")]
     first = row.get("first_failure")
     lines.append(f"first failure: {first}: {failure_reason(row)}" if first else "first failure: none, every stage "
                                                                               "passes")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
+
+
+def judged_verdict(row: dict, metric: str, score: Optional[float]) -> str:
+    """'FAIL 0.00 (gates behaviour)', 'pass 1.00', or '0.00 (reported, not gating)': a metric that gates
+    nothing has a score and no verdict."""
+    shown = "-" if score is None else f"{score:.2f}"
+    gate = gate_of(row, metric)
+    if gate is None:
+        return f"{shown} (reported, not gating)"
+    return f"{'pass' if passes(score) else 'FAIL'} {shown}" + ("" if gate == metric else f" (gates {gate})")

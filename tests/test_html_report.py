@@ -41,8 +41,8 @@ def row(case_id: str, recall: float = 1.0, faithfulness: float = 1.0) -> dict:
 
 
 def synthetic(*rows: dict) -> dict:
-    return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
-            "rows": list(rows), "summary": {"cases": len(rows), "passed": 1}}
+    return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3,
+            "threshold": stages.THRESHOLD, "rows": list(rows), "summary": stages.summarize(list(rows), 3)}
 
 
 class Page(HTMLParser):
@@ -125,18 +125,17 @@ def test_error_row_shows_its_error_text():
     broken = row("broken")
     broken.update(first_failure="error", error="Timeout <after 30 s>", judged={})
     page = html(synthetic(broken))
-    assert page.count("Timeout &lt;after 30 s&gt;") == 2  # stage table and case section
+    assert page.count("Timeout &lt;after 30 s&gt;") == 3  # summary's first failures, stage table, case section
 
 
-def test_newer_summary_fields_are_rendered():
-    report = synthetic(row("good"))
-    report["summary"].update(pass_rate={"passed": 9, "total": 10, "rate": 0.9, "low": 0.596, "high": 0.982},
-                             stages={"tools": {"passed": 10, "total": 10, "rate": 1.0, "low": 0.722, "high": 1.0}},
-                             errors=2, latency={"p50_s": 1.25})
+def test_the_summary_reads_in_the_markdown_s_own_sentences():
+    report = rules_report()
     page = html(report)
-    assert "9/10 = 90% (95% CI 60%-98%)" in page
-    assert "<dd>tools 10/10 = 100% (95% CI 72%-100%)</dd>" in page
-    assert "<dt>errors</dt><dd>2</dd>" in page and "p50 1.25 s" in page
+    for sentence in ("20/27 cases pass every stage, 74% (95% CI 55%-87%).",
+                     "Per stage: behaviour 11/14 = 79% (95% CI 52%-92%);", "hybrid (RRF, k=60)",
+                     "9 cases held out and not shown", "Latency: agent run p50"):
+        assert sentence in page, sentence
+    assert "rrf k" not in page and "rungs" not in page and "<dl" not in page  # no field dump
 
 
 def test_title_names_the_models_and_offline_backends():
@@ -241,12 +240,12 @@ def test_whisker_ends_at_the_wilson_bounds_of_8_of_9():
     report = synthetic(row("good"))
     report["summary"]["stages"] = {"faithfulness": rate(8, 9)}
     page = Svg(html(report))
-    [(whisker, g)] = page.find("stage-rates", "path", "whisker")
+    [(whisker, g)] = [(a, g) for a, g in page.find("stage-rates", "path", "whisker") if g["data-name"] != "every stage"]
     low, high = wilson_interval(8, 9)
     assert (g["data-name"], float(whisker["data-low"]), float(whisker["data-high"])) == ("faithfulness", low, high)
     xs = [float(x) for x in re.findall(r"M([\d.]+) ", whisker["d"])]  # the line's start, then each cap
     assert abs((xs[0] - LABEL_W) / BAR_W - low) < 0.01 / BAR_W and abs((xs[2] - LABEL_W) / BAR_W - high) < 0.01 / BAR_W
-    [(bar, _)] = page.find("stage-rates", "rect", "rate")
+    [bar] = [a for a, g in page.find("stage-rates", "rect", "rate") if g["data-name"] == "faithfulness"]
     assert abs(float(bar["width"]) - 8 / 9 * BAR_W) < 0.01
     assert "8/9 = 89% (95% CI 57%-98%)" in page.texts["stage-rates"]
 
@@ -320,7 +319,7 @@ def test_hostile_case_id_and_category_are_escaped_inside_the_svg():
 def test_every_picture_has_a_title_and_a_description():
     page = Svg(html(counterfactual_report()))
     svgs = {s for s, *_ in page.elements}
-    assert svgs == {"funnel", "counterfactual"}
+    assert svgs == {"funnel", "stage-rates", "category-rates", "counterfactual"}
     for s in svgs:
         tags = [t for svg, t, a, g in page.elements if svg == s]
         assert tags[1:3] == ["title", "desc"], s
