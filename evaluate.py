@@ -20,8 +20,8 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import (ABSENT, Cassette, RecordingError, code_of, printable_stdout, read_key, read_recording, shown,
-                      write_atomic)
+from cassette import (ABSENT, Cassette, RecordingError, code_of, entry_count, printable_stdout, read_key,
+                      read_recording, shown, write_atomic)
 from harness import console, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
@@ -308,10 +308,13 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                              repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
                              if inputs.counterfactual else None, batch=rounds)
         except KeyboardInterrupt:
-            raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
+            raise Interrupted(f"{entry_count(cassette.computed, 'new')} {'is' if cassette.computed == 1 else 'are'} "
+                              f"kept in {shown(cassette.journal)}") from None
         finally:
             progress.close()
         errored = sum(r["first_failure"] == "error" for r in every["rows"])
+        if errored and not plan:
+            cassette.incomplete(f"{cases_text(errored)} errored")
         if not errored and not plan:  # an incomplete recording is never written, whichever split is shown
             chosen = {c["id"] for c in inputs.cases["cases"]}
             keep = (lambda entry: case_of(entry) not in chosen) if cases is not None and not shard else None
@@ -320,8 +323,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                 rounds.journal.path.unlink(missing_ok=True)  # every answer is in the recording now
             gone = cassette.dropped()
             dropped = f", dropped {gone} no longer current" if gone else ""
-            progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
-                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
+            progress.log(f"recorded {entry_count(cassette.computed, 'new')}, kept "
+                         f"{len(cassette.used) - cassette.computed}{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
         cassette.close()  # the recording is free for the next live run
     planned = None
