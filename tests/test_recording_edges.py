@@ -134,3 +134,24 @@ def test_one_entry_is_counted_in_the_singular(tmp_path):
     first.close()
     resumed = Cassette(path, {"model": "m"}, live=True)
     assert resumed.notes == [f"resuming: 1 entry from an interrupted run is kept (in {resumed.journal})"]
+
+
+# ---- a grader-only edit -----------------------------------------------------------------------------------
+
+def expect_a_search_too(data: dict) -> None:
+    case = next(c for c in data["cases"] if c["id"] == "issue-212")
+    case["expected_tools"] = ["get_issue", "search_docs"]
+
+
+def test_an_edit_to_expected_tools_alone_is_rescored_at_replay(here, capsys):
+    edit_cases(here, expect_a_search_too)
+    assert evaluate.main(["--model", "rules"]) == 0, capsys.readouterr().err
+    report = json.loads((here / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    tools = next(r for r in report["rows"] if r["id"] == "issue-212")["tools"]
+    assert tools["missing"] == ["search_docs"] and tools["deepeval"]["score"] == 0.5  # scored on the new list
+
+
+def test_a_live_run_after_an_expected_tools_edit_records_one_entry(live_project, capsys):
+    edit_cases(live_project, expect_a_search_too)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert "recorded 1 new entry, kept " in capsys.readouterr().err
