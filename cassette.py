@@ -323,6 +323,14 @@ def read_journal(path: Path, check: Optional[Callable[[str, Any], Optional[str]]
     return {"first": lines[0], "meta": meta, "entries": entries, "damaged": damaged, "ended": why}
 
 
+def parts_changed(old: dict[str, str], new: dict[str, str], shown_parts: int = 3) -> str:
+    """Which parts changed between two indexes (hash by id): 'faq edited, setup added, old removed, and 2 more'."""
+    named = [f"{shown_name(p)} {'edited' if p in old else 'added'}" for p, h in new.items() if old.get(p) != h]
+    named += [f"{shown_name(p)} removed" for p in old if p not in new]
+    more = f", and {len(named) - shown_parts:,} more" if len(named) > shown_parts else ""
+    return ", ".join(named[:shown_parts]) + more if named else "the same ones, in another order"
+
+
 def entry_count(n: int, adjective: str = "") -> str:
     """'1 entry', '2 entries', '1 new entry'."""
     return f"{n} {adjective + ' ' if adjective else ''}entr{'y' if n == 1 else 'ies'}"
@@ -399,6 +407,9 @@ class Cassette:
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
+        # dependency field -> (its whole hash now, the hash of each of its parts now, computed when first asked)
+        self.indexes: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {}
+        self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
         if not live:
             data = read_recording(self.path, check, lazy=True, digest=self.checked_by is not None)
             self._trust(data.get("digest"))
@@ -610,11 +621,39 @@ class Cassette:
             return item["value"], []
         changed = key_changes(item["deps"], deps_of(item["value"]))
         if changed:
-            return ABSENT, [f"{field} changed" for field in changed]
+            return ABSENT, [self._changed(field, item["deps"].get(field)) for field in changed]
         if self.live:  # a replay keeps nothing it has looked up: its rows hold what they need
             with self.lock:
                 self.used[entry] = stored  # as the file holds it, when it does: text until it is written
         return item["value"], []
+
+    def index(self, field: str, whole: str, parts: Callable[[], dict[str, str]]) -> None:
+        """Keep beside the entries, as the entry `index/<field>`, the hash of each part of the dependency `field`
+        (each page's, for `pages`) whose hash of them all is `whole`: a later run in which `field` changed then
+        names the parts that did (parts_changed). A live run writes it; a replay and a plan only read it."""
+        self.indexes[field] = (whole, cache(parts))
+        name, deps = f"index/{field}", {field: whole}
+        if self.lookup(name, lambda value: deps)[0] is ABSENT and self.live and self.predict is None:
+            with self.lock:
+                self.used[name] = {"deps": deps, "value": self.indexes[field][1]()}
+
+    def _changed(self, field: str, recorded: Any) -> str:
+        """Why an entry that read `field` is stale: '<field> changed', naming its parts that changed when the
+        recording's index of them is of the very value the entry read."""
+        said = self.explained.get((field, recorded))
+        if said is None:
+            said, old = f"{field} changed", self._indexed(field)
+            if field in self.indexes and old is not None and old["deps"].get(field) == recorded:
+                said += f" ({parts_changed(old['value'], self.indexes[field][1]())})"
+            self.explained[(field, recorded)] = said
+        return said
+
+    def _indexed(self, field: str) -> Optional[dict]:
+        """The recording's index of `field` (index), as the file or the journal holds it, or None."""
+        stored = self.recorded.get(f"index/{field}")
+        if type(stored) is tuple:
+            stored = stored[0]
+        return self._parse(f"index/{field}", stored) if isinstance(stored, str) else stored
 
     def get(self, entry: str, deps_of: Callable[[Any], dict], compute: Optional[Callable[[], Any]] = None) -> Any:
         """The current value of `entry`; in live mode a missing or stale one is computed and journaled."""

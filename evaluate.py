@@ -159,6 +159,7 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
     (for of_split). In live mode, first record what is missing or stale. `judge` and `agent` build the models
     only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
+    inputs.index(cassette)
     repeats = repeats or recorded_repeats(cassette.recorded)
     done: dict[str, dict] = {}  # the rows of cases a live run found complete: nothing to call, nothing to redo
 

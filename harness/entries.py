@@ -12,6 +12,8 @@ What each kind reads:
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
   judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
   `ignored_planted` for a case whose retriever returned a page with a planted instruction.
+- `index/pages`: no call, the hash of each page by its id, so that a run in which the pages changed names
+  the pages that did.
 A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
 `<kind>/<case>@expected-pages`, when the factory takes `given_pages`: its retriever returned the case's
 expected pages, so the trace depends on those pages' content instead of every page.
@@ -54,6 +56,12 @@ class Inputs:
         self.planted = {p["id"] for p in self.pages if p.get("planted")}
         self.counterfactual = "given_pages" in wanted
         self.parameters = loaded.described.parameters()
+
+    def index(self, cassette) -> None:
+        """Keep each page's hash in the recording (Cassette.index), so that an entry stale because the pages
+        changed names the pages that did."""
+        if self.pages:
+            cassette.index("pages", self.searched["pages"], lambda: {p["id"]: sha(p) for p in self.pages})
 
     def view(self, trace: dict) -> dict:
         """The trace read by roles (harness.trace.read); raises trace.Unreadable for a retriever call whose

@@ -155,3 +155,35 @@ def test_a_live_run_after_an_expected_tools_edit_records_one_entry(live_project,
     edit_cases(live_project, expect_a_search_too)
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert "recorded 1 new entry, kept " in capsys.readouterr().err
+
+
+# ---- which pages changed ----------------------------------------------------------------------------------
+
+def edit_first_page(folder) -> str:
+    path = folder / "docs.json"
+    pages = json.loads(path.read_text())
+    pages[0]["text"] += " Edited."
+    path.write_text(json.dumps(pages, indent=2))
+    return pages[0]["id"]
+
+
+def test_a_stale_replay_names_the_page_that_changed(here, capsys):
+    page = edit_first_page(here)
+    assert evaluate.main(["--model", "rules"]) == 2
+    assert f"(pages changed ({page} edited))" in capsys.readouterr().err
+
+
+def test_the_plan_names_the_page_that_changed(live_project, capsys):
+    page = edit_first_page(live_project)
+    assert evaluate.main(["--live", "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "  agent runs: " in out and f"(pages changed ({page} edited): " in out
+
+
+def test_changed_parts_are_named_a_few_then_counted():
+    from cassette import parts_changed
+
+    old = {"a": "1", "b": "2", "c": "3", "d": "4"}
+    new = {"a": "1", "b": "9", "c": "8", "e": "5", "f": "6"}
+    assert parts_changed(old, new) == "b edited, c edited, e added, and 2 more"  # f added, d removed
+    assert parts_changed(old, dict(reversed(old.items()))) == "the same ones, in another order"
