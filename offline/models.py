@@ -45,24 +45,21 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from harness.live_calls import injected_latency
-from offline.words import (QUESTION_WORDS, SYNONYMS, asks, before_a_verb, content, is_small_talk,
-                           planted_instruction, sentences, small_talk_classes, urls, words)
+from offline.words import (QUESTION_WORDS, asks, content, is_small_talk, planted_instruction, sentences,
+                   small_talk_classes, urls, words)
 
-# A number introduced as a reference to a record: after one of the record's nouns ('ride 9999', 'ride #9999',
-# 'ride no. 9999', 'ride number 9999', 'ride id 9999', 'ride_id: 9999'; a singular noun takes one number, or
-# '#'-numbers joined by and / or / commas; a plural any list of numbers), or a bare '#N'. A number running on
-# into '.digit' is a version, not a reference.
+# An issue reference: a word for an issue (singular: one number, or '#'-numbers joined by and / or / commas;
+# plural: any list of numbers), or a bare '#N'. A number running on into '.digit' is a version, not an issue.
 _N = r"\d+\b(?!\.\d)"
 _JOIN = r"\s*(?:,|\band\b|\bor\b|&)\s*"
-_NUMBERED = r"(?:[\s_-]*(?:number|num|no|nr|id)\b\.?)?\s*[:#=]?\s*"
-BARE_REFERENCE = re.compile(rf"(?<![\w&#/])#{_N}")
-# The words of a lookup's name and key argument that do not name its record: verbs and numbering words.
-NOT_NOUNS = frozenset("get fetch find look lookup read load show query retrieve by for of id ids key number num "
-                      "no nr code".split())
-# A clause made only of these words (or the record's nouns) asks about the referenced record itself, which
-# the lookup answers.
-RECORD_TOPIC = content("fix fixed fixes version released release status state open closed resolved still yet "
-                       "now merged shipped")
+ISSUE_REFERENCE = re.compile(
+    rf"\b(?:issue|bug|ticket)s\s*(?:(?:number|no\.?|nr\.?)\s*)?#?\s*{_N}(?:{_JOIN}#?\s*{_N})*"
+    rf"|\b(?:issue|bug|ticket)\s*(?:(?:number|no\.?|nr\.?)\s*)?#?\s*{_N}(?:{_JOIN}#\s*{_N})*"
+    rf"|(?<![\w&#/])#{_N}",
+    re.IGNORECASE)
+# A clause made only of these words asks about the referenced record itself, which the lookup answers.
+ISSUE_TOPIC = content("fix fixed fixes version released release status state open closed resolved still yet "
+                      "now bug issue ticket merged shipped")
 # Words that ask rather than say what is wanted: not counted when deciding whether a page answers.
 ASKING = content("tell explain show help please describe know want need wonder like anyone someone")
 # A question naming one of these asks for an address, so a page sentence with a URL may answer it.
@@ -72,45 +69,10 @@ _CLAUSE_SPLIT = re.compile(r",?\s+and\s+(?=(?:%s)\b)" % "|".join(sorted(QUESTION
 _OPENERS = {"greeting": "Hello!", "thanks": "You're welcome!", "goodbye": "Goodbye!"}
 
 
-def record_nouns(tool: str, key: str) -> list[str]:
-    """The nouns a person names a lookup's record by: the words of its key argument and of its name that are
-    not verbs or numbering words (get_ride(ride_id) -> ride; get_issue(number) -> issue), with their
-    synonyms (words.SYNONYMS: an issue is also a bug or a ticket)."""
-    found = {w for w in name_words(key) + name_words(tool) if w.isalpha() and w not in NOT_NOUNS}
-    return sorted(found.union(*(group for group in SYNONYMS if group & found)))
-
-
-def name_words(name: str) -> list[str]:
-    """An identifier's words, lower-cased: get_ride -> get, ride; rideId -> ride, id."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name or "")]
-
-
-def plurals(noun: str) -> set[str]:
-    """A noun's plural forms: rides, boxes, companies."""
-    return {noun + "s", noun + "es"} | ({noun[:-1] + "ies"} if noun.endswith("y") else set())
-
-
-def noun_references(text: str, nouns: list[str]) -> list[tuple[int, int, list[int]]]:
-    """Where the text introduces numbers after one of the nouns, as (start, end, numbers); a noun used as a
-    verb ('can I ride 20 km', 'to order 3') introduces a quantity, not a record (words.before_a_verb)."""
-    if not nouns:
-        return []
-    singular = "|".join(sorted(map(re.escape, nouns), key=len, reverse=True))
-    plural = "|".join(sorted(map(re.escape, set().union(*map(plurals, nouns))), key=len, reverse=True))
-    pattern = re.compile(rf"\b(?:{plural})(?![a-z]){_NUMBERED}{_N}(?:{_JOIN}#?\s*{_N})*"
-                         rf"|\b(?:{singular})(?![a-z]){_NUMBERED}{_N}(?:{_JOIN}#\s*{_N})*", re.IGNORECASE)
-    return [(m.start(), m.end(), [int(n) for n in re.findall(r"\d+", m.group(0))])
-            for m in pattern.finditer(text or "") if not before_a_verb(text[:m.start()])]
-
-
-def referenced_numbers(text: str, nouns: list[str], others: list[str] = ()) -> list[int]:
-    """The numbers the text introduces as references to a record named by `nouns`, in order, each once: after
-    one of those nouns, or a bare '#N' that is not after another record's noun (`others`)."""
-    own = noun_references(text, nouns)
-    taken = own + noun_references(text, list(others))
-    bare = [(m.start(), m.end(), [int(m.group(0)[1:])]) for m in BARE_REFERENCE.finditer(text or "")
-            if not any(start <= m.start() < end for start, end, _ in taken)]
-    return list(dict.fromkeys(n for _, _, numbers in sorted(own + bare) for n in numbers))
+def issue_numbers(text: str) -> list[int]:
+    """The numbers the text introduces as references, in order, each once (see ISSUE_REFERENCE)."""
+    found = [int(n) for m in ISSUE_REFERENCE.finditer(text or "") for n in re.findall(r"\d+", m.group(0))]
+    return list(dict.fromkeys(found))
 
 
 def key_pattern(key: str) -> re.Pattern:
@@ -118,15 +80,13 @@ def key_pattern(key: str) -> re.Pattern:
     return re.compile(rf"(?<![\w-])(?<!\d\.){re.escape(key)}(?![\w-]|\.\d)", re.IGNORECASE)
 
 
-def mentioned_keys(text: str, keys: list[str], integer: bool, nouns: list[str] = (),
-                   others: list[str] = ()) -> list[Any]:
+def mentioned_keys(text: str, keys: list[str], integer: bool) -> list[Any]:
     """The record keys the text mentions, in the order it mentions them; for an integer key also the numbers
-    it introduces as references to the record's `nouns` (see referenced_numbers; even those no record has:
-    the lookup then says so)."""
+    it introduces as references (even those no record has: the lookup then says so)."""
     found = sorted((m.start(), key) for key in keys for m in [key_pattern(key).search(text or "")] if m)
     mentioned = [key for _, key in found]
     if integer:
-        numbers = [str(n) for n in referenced_numbers(text, list(nouns), list(others))]
+        numbers = [str(n) for n in issue_numbers(text)]
         mentioned = [k for k in dict.fromkeys(numbers + mentioned) if k.lstrip("-").isdigit()]
         return [int(k) for k in mentioned]
     return list(dict.fromkeys(mentioned))
@@ -150,19 +110,16 @@ def plan_tool_calls(question: str, tools: dict[str, dict]) -> list[dict]:
     lookups = {n: t for n, t in tools.items() if t["role"] == "lookup"}
     retriever = next((n for n, t in tools.items() if t["role"] == "retriever"
                       and any(kind == "string" for kind in t["arguments"].values())), None)
-    nouns = {name: record_nouns(name, tool["key"]) for name, tool in lookups.items()}
-
-    def keys_in(text: str, name: str) -> list[Any]:
-        tool, others = lookups[name], [n for other, found in nouns.items() if other != name for n in found]
-        return mentioned_keys(text, tool.get("keys", []), tool["arguments"].get(tool["key"]) == "integer",
-                              nouns[name], others)
-
-    calls = [{"name": name, "args": {tool["key"]: key}} for name, tool in lookups.items()
-             for key in keys_in(question, name)]
-    referenced = bool(calls)
+    calls, referenced = [], False
+    for name, tool in lookups.items():
+        integer = tool["arguments"].get(tool["key"]) == "integer"
+        for key in mentioned_keys(question, tool.get("keys", []), integer):
+            calls.append({"name": name, "args": {tool["key"]: key}})
+            referenced = True
 
     def mentions(clause: str) -> bool:
-        return any(keys_in(clause, name) for name in lookups)
+        return any(mentioned_keys(clause, t.get("keys", []), t["arguments"].get(t["key"]) == "integer")
+                   for t in lookups.values())
 
     def search(query: str) -> list[dict]:
         if retriever is None:
@@ -171,10 +128,9 @@ def plan_tool_calls(question: str, tools: dict[str, dict]) -> list[dict]:
         return [{"name": retriever, "args": {argument: query}}]
 
     if referenced:
-        topic = RECORD_TOPIC | content(" ".join(n for found in nouns.values() for n in found))
         clauses = [c for s in sentences(question) for c in _CLAUSE_SPLIT.split(s) if c.strip()]
         docs_clauses = [c.strip() for c in clauses
-                        if asks(c) and not mentions(c) and not content(c) <= topic]
+                        if asks(c) and not mentions(c) and not content(c) <= ISSUE_TOPIC]
         return calls + (search(" ".join(docs_clauses)) if docs_clauses else [])
     if is_small_talk(question):
         return []
@@ -238,7 +194,7 @@ def page_texts(message: ToolMessage) -> list[str]:
             texts = [str(next((p[f] for f in ("text", "page_content", "content") if f in p), "")) for p in found]
         else:
             texts = [t for t in re.split(r"\n\s*\n", message.text) if t.strip()]
-    return [prose(body(t)) for t in texts]
+    return [body(t) for t in texts]
 
 
 def body(text: str) -> str:
@@ -247,28 +203,6 @@ def body(text: str) -> str:
     if rest and (first.lstrip().startswith("#") or not re.search(r"[.!?:]\s*$", first)):
         return rest
     return text
-
-
-# Markdown lines that only shape the page: headings, setext underlines, rules, code fences, table separators.
-_LAYOUT_LINE = re.compile(r"^\s*(?:#{1,6}(?:\s.*)?|[=-]{3,}|(?:[-*_]\s*){3,}|```.*|~~~.*|\|?[\s:|-]*-[\s:|-]*\|?)$")
-# What opens a markdown block line: quote marks, then a list item's bullet or number and task box.
-_BLOCK_MARK = re.compile(r"^\s*(?:>\s?)*(?:(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?)?")
-
-
-def prose(text: str) -> str:
-    """A markdown page as plain lines: layout lines dropped, quote and list markers stripped, a table row's
-    cells joined by commas; the words themselves are kept as written."""
-    kept = []
-    for line in text.splitlines():
-        if _LAYOUT_LINE.match(line):
-            if re.match(r"^\s*(?:=+|-+)\s*$", line) and kept and kept[-1].strip():
-                kept.pop()  # a setext underline: the line above it is a heading
-            continue
-        line = _BLOCK_MARK.sub("", line)
-        if line.strip().startswith("|"):
-            line = ", ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip())
-        kept.append(line)
-    return "\n".join(kept)
 
 
 def usable(sentence: str, question: str) -> bool:

@@ -20,19 +20,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 _WORD = re.compile(r"[a-z0-9$~_][a-z0-9$~_./-]*[a-z0-9_]|[a-z0-9]")
 
 
-# Nouns a person uses for the same kind of record.
-SYNONYMS = (frozenset({"issue", "bug", "ticket"}),)
-# The word before a verb: a subject pronoun, 'to', a modal or 'please' ('can I ride 20 km', 'to order 3').
-_VERB_CUES = frozenset("i you we they he she to can could will would shall should must may might please let's "
-                       "don't didn't won't cannot can't".split())
-
-
-def before_a_verb(text: str) -> bool:
-    """Does the text end with a word that comes before a verb, so that the next word is used as a verb?"""
-    last = re.findall(r"[a-z']+", _plain(text).lower())[-1:]
-    return bool(last) and last[0] in _VERB_CUES
-
-
 def sentences(text: str) -> list[str]:
     """Split prose into sentences at . ! ? followed by space, and at line breaks."""
     return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
