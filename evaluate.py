@@ -25,7 +25,8 @@ from cassette import (ABSENT, Cassette, RecordingError, code_of, entry_count, pr
 from harness import console, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
-from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
+from harness.entries import (EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, recorded_repeats, repeat,
+                             rescored, sha, variant_label)
 from harness.judging import STRICT_FAITHFULNESS, stage_of
 from harness.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
 from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, embedder_name, \
@@ -77,8 +78,10 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
              stale: Optional[dict] = None, variant: str = "") -> dict:
     """A report row from the case's current entries (of its counterfactual run, with `variant`). An entry
     without a current value is left out; in a replay, `stale` collects why, by case."""
-    def entry(name: str, deps_of: Callable) -> Optional[dict]:
+    def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Optional[dict]:
         value, why = cassette.lookup(name, deps_of)
+        if value is ABSENT and compute is not None and not cassette.live and free(name):
+            return rescored(compute)  # costs nothing: a replay scores it again rather than refusing
         if value is ABSENT:
             if stale is not None:  # reasons kept once each, in order: a dict, so thousands of runs stay linear
                 stale.setdefault(case["id"], {}).update(dict.fromkeys(r + variant_label(variant) for r in why))
@@ -105,7 +108,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         return {**row, **unscored, "answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"),
                 "error": error or f"agent/{case['id']}{variant}: {e}"}
-    found = {name: entry(name, deps_of) for name, (deps_of, _) in needed.items()}
+    found = {name: entry(name, deps_of, compute) for name, (deps_of, compute) in needed.items()}
     tools = found.pop(f"tools/{case['id']}{variant}")
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],

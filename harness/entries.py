@@ -7,7 +7,9 @@ What each kind reads:
   descriptions, argument types and roles) and the model; the embedder when the factory takes `embeddings`;
   if it called a retriever, every page (any page can enter any search's top k); for each record a lookup
   read, that record.
-- `tools/<case>`: the calls the trace made and the case's expected tools.
+- `tools/<case>`: the calls the trace made and the case's expected tools. It is free (DeepEval's
+  ToolCorrectnessMetric on names, no model call), so a replay computes a stale one (rescored) rather than
+  refusing: an edit to the expected tools alone pays for nothing and needs no live run.
 - `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
   judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
@@ -139,6 +141,22 @@ def versioned(field: str, name: str) -> dict:
 
     version = code_version(name)
     return {field: version} if version else {}
+
+
+FREE = ("tools",)  # kinds computed locally with no model call: a replay computes a stale one (rescored)
+
+
+def free(entry: str) -> bool:
+    """Whether an entry costs nothing to compute again (FREE): a replay rescores it rather than refusing."""
+    return entry.split("/", 1)[0] in FREE
+
+
+def rescored(compute: Callable) -> dict:
+    """A free entry's value computed now, in a replay: with the offline judge as the model object DeepEval
+    needs and never calls for it (the entry does not depend on the judge)."""
+    from harness.providers import OFFLINE, judge_model
+
+    return compute(judge_model(OFFLINE["judge"]))
 
 
 EXPECTED_PAGES = "@expected-pages"  # the counterfactual variant of a case's entries
