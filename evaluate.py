@@ -80,7 +80,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     without a current value is left out; in a replay, `stale` collects why, by case."""
     def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Optional[dict]:
         value, why = cassette.lookup(name, deps_of)
-        if value is ABSENT and compute is not None and not cassette.live and free(name):
+        if value is ABSENT and free(name) and compute is not None and not cassette.live:
             return rescored(compute)  # costs nothing: a replay scores it again rather than refusing
         if value is ABSENT:
             if stale is not None:  # reasons kept once each, in order: a dict, so thousands of runs stay linear
