@@ -1,15 +1,13 @@
 """The recording's edges: what a second judge reuses, who may write a recording at once, what a resuming run
 says of the run before it, what a grader-only edit costs, and which pages a stale replay names."""
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
 import evaluate
 from cassette import Cassette, hold
-from conftest import OFFLINE, OFFLINE_RUN, copy_project, quick_standin
-from harness import capture, judging, live_calls, providers
+from conftest import OFFLINE_RUN, quick_standin
+from harness import capture, judging, providers
 
 SECOND = "gemini-3.8-flash"
 REAL_MEASURE = judging.measure
@@ -48,27 +46,22 @@ def counted_runs(monkeypatch) -> list[str]:
 
 # ---- --judge2 ---------------------------------------------------------------------------------------------
 
-def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(tmp_path, shared_ssl_contexts, monkeypatch):
+def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_project, shared_ssl_contexts,
+                                                                       monkeypatch, capsys):
     from standins import gemini as gemini_standin
     from standins.gemini import serve
 
-    project = copy_project(tmp_path)
-    recording_of(project).unlink()  # every trace is paid for by this run's first pass
-    edit_cases(project, lambda d: d.update(cases=[c for c in d["cases"] if c["id"] in ("backup", "issue-212")]))
-    question = next(c["question"] for c in json.loads((project / "cases.json").read_text())["cases"]
-                    if c["id"] == "backup")
-    failing_judge(monkeypatch, question)
+    recording_of(live_project).unlink()  # every trace is paid for by this run's first pass
+    edit_cases(live_project, lambda d: d.update(cases=[c for c in d["cases"] if c["id"] in ("backup", "issue-212")]))
+    failing_judge(monkeypatch, json.loads((live_project / "cases.json").read_text())["cases"][0]["question"])
     runs = counted_runs(monkeypatch)
     with pytest.MonkeyPatch.context() as mp:
         quick_standin(mp, gemini_standin)
         with serve(models=[SECOND]) as standin:
-            monkeypatch.setattr(live_calls, "sleep", lambda s: None)
-            monkeypatch.chdir(project)
-            for name, value in {**OFFLINE, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url}.items():
-                monkeypatch.setenv(name, value)
-            with redirect_stderr(io.StringIO()) as err, redirect_stdout(io.StringIO()):
-                code = evaluate.main(["--project", str(project), "--live", "--quiet", "--judge2", SECOND])
-    assert code == evaluate.EXIT_INCOMPLETE, err.getvalue()  # the first judge left backup errored
+            mp.setenv("GOOGLE_API_KEY", "test")
+            mp.setenv(providers.GEMINI_URL_VARIABLE, standin.url)
+            code = evaluate.main(["--live", "--quiet", "--judge2", SECOND])
+    assert code == evaluate.EXIT_INCOMPLETE, capsys.readouterr().err  # the first judge left backup errored
     assert sorted(runs) == sorted(set(runs)) and len(runs) == 2  # each trace once: the second pass paid for none
 
 
