@@ -285,8 +285,9 @@ def journal_of(path: Path) -> Path:
 def read_journal(path: Path, check: Optional[Callable[[str, Any], Optional[str]]] = None) -> Optional[dict]:
     """A journal as written: its header line (`first`, and `meta` parsed, or None), its whole entries by name,
     its damaged lines (a torn last line, or any line that is not a whole entry), and `ended`: why the run
-    that wrote it last ended incomplete (Cassette.incomplete), or None when it was interrupted. None for a
-    missing or empty journal. A whole entry whose value has the wrong shape (`check`) is a RecordingError."""
+    that wrote it last ended incomplete (its `.ended` file beside it, Cassette.incomplete), or None when it
+    was interrupted. None for a missing or empty journal. A whole entry whose value has the wrong shape
+    (`check`) is a RecordingError."""
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -294,24 +295,20 @@ def read_journal(path: Path, check: Optional[Callable[[str, Any], Optional[str]]
     if not text.strip():
         return None
     lines = text.split("\n")
-    ended = text.endswith("\n")
-    lines = lines[:-1] if ended else lines  # without a final newline, the last line is torn
+    whole = text.endswith("\n")
+    lines = lines[:-1] if whole else lines  # without a final newline, the last line is torn
     try:
         meta = json.loads(lines[0])
     except (json.JSONDecodeError, RecursionError):
         meta = None
-    entries, damaged, why = {}, [], None
+    entries, damaged = {}, []
     for number, line in enumerate(lines[1:], start=2):
         try:
             item = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             item = None
-        torn = number == len(lines) and not ended
-        if isinstance(item, dict) and set(item) == {"ended"} and isinstance(item["ended"], str) and not torn:
-            why = item["ended"]
-            continue
         if not (isinstance(item, dict) and isinstance(item.get("entry"), str) and isinstance(item.get("deps"), dict)
-                and "value" in item) or torn:
+                and "value" in item) or (number == len(lines) and not whole):
             damaged.append(line)
             continue
         wrong = check(item["entry"], item["value"]) if check else None
@@ -319,8 +316,17 @@ def read_journal(path: Path, check: Optional[Callable[[str, Any], Optional[str]]
             raise RecordingError(f"{shown(path)}: line {number} ({shown_name(item['entry'])}): {wrong}; "
                                  "move the journal aside to record its entries again")
         entries[item["entry"]] = {"deps": item["deps"], "value": item["value"]}
-        why = None  # a run resumed after it: that run's end is what counts
-    return {"first": lines[0], "meta": meta, "entries": entries, "damaged": damaged, "ended": why}
+    try:
+        ended = ended_of(path).read_text(encoding="utf-8", errors="replace").strip() or None
+    except OSError:
+        ended = None
+    return {"first": lines[0], "meta": meta, "entries": entries, "damaged": damaged, "ended": ended}
+
+
+def ended_of(journal: Path) -> Path:
+    """Beside a journal, why the run that last wrote it ended incomplete (Cassette.incomplete); none when it
+    was interrupted."""
+    return Path(journal).with_name(f"{Path(journal).name}.ended")
 
 
 def parts_changed(old: dict[str, str], new: dict[str, str], shown_parts: int = 3) -> str:
@@ -410,6 +416,7 @@ class Cassette:
         # dependency field -> (its whole hash now, the hash of each of its parts now, computed when first asked)
         self.indexes: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {}
         self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
+        self.indexed = 0  # indexes (index) this run wrote anew: no call made, nothing kept either
         if not live:
             data = read_recording(self.path, check, lazy=True, digest=self.checked_by is not None)
             self._trust(data.get("digest"))
@@ -518,6 +525,8 @@ class Cassette:
         whole, a damaged line alone (a torn last line after a crash, or any other); the journal is then
         rewritten with its whole lines, so the next entry appended starts a line of its own."""
         found = read_journal(self.journal, self.check)
+        if self.predict is None:
+            ended_of(self.journal).unlink(missing_ok=True)  # this run's own end is what the next one reads
         if found is None:
             if self.journal.exists() and self.predict is None:
                 self.journal.unlink()  # empty: nothing in it was paid for
@@ -536,7 +545,6 @@ class Cassette:
         if damaged and self.predict is None:
             aside = self._aside("damaged", damaged)
             whole = [found["first"]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
-            whole += [json.dumps({"ended": found["ended"]})] if found["ended"] else []
             write_atomic(self.journal, "".join(line + "\n" for line in whole))
             self.notes.append(f"kept aside {shown(aside)}: {len(damaged)} damaged line"
                               f"{'' if len(damaged) == 1 else 's'} of {shown(self.journal)}; its other "
@@ -544,12 +552,11 @@ class Cassette:
         return {"rerecord": meta.get("rerecord", False), "entries": entries, "ended": found["ended"]}
 
     def incomplete(self, why: str) -> None:
-        """Note at the end of the journal that this run ended incomplete (`why`, say '2 cases errored'), not
-        interrupted, so the next run says so when it resumes from it. Nothing when there is no journal."""
+        """Note beside the journal (ended_of) that this run ended incomplete (`why`, say '2 cases errored'),
+        not interrupted, so the next run says so when it resumes from it. Nothing when there is no journal."""
         with self.lock:
             if self.predict is None and self.journal.exists():
-                with open(self.journal, "a", encoding="utf-8") as f:
-                    f.write(json.dumps({"ended": why}) + "\n")
+                write_atomic(ended_of(self.journal), why + "\n")
 
     def _trust(self, digest: Optional[str]) -> None:
         self.digest = digest
@@ -636,6 +643,7 @@ class Cassette:
         if self.lookup(name, lambda value: deps)[0] is ABSENT and self.live and self.predict is None:
             with self.lock:
                 self.used[name] = {"deps": deps, "value": self.indexes[field][1]()}
+                self.indexed += 1
 
     def _changed(self, field: str, recorded: Any) -> str:
         """Why an entry that read `field` is stale: '<field> changed', naming its parts that changed when the
@@ -747,6 +755,11 @@ class Cassette:
             self.journal.unlink()
         self.close()
         return written
+
+    def reused(self) -> int:
+        """Entries this run used that an earlier run paid for: neither computed now nor an index written anew."""
+        with self.lock:
+            return len(self.used) - self.computed - self.indexed
 
     def dropped(self) -> int:
         """Entries the file held that this run did not use: stale ones, and those of removed cases."""
