@@ -7,7 +7,9 @@ computed entry is appended at once to a journal beside the recording (one JSON l
 interrupted run keeps everything it paid for); `save()` writes the entries this run used, atomically,
 and writes nothing when they are exactly what the file already holds. Each entry is checked as it is read;
 a file whose very text passed every check once is read unchecked, as long as its stamp (the SHA-256 of that
-text, the check's code and this reader's) says so.
+text, the check's code and this reader's) says so. `index(field, ...)` keeps beside the entries the hash of
+each part of a dependency (each page of `pages`), so that an entry stale because it changed names the parts
+that did.
 """
 import hashlib
 import json
@@ -413,8 +415,7 @@ class Cassette:
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
-        # dependency field -> (its whole hash now, the hash of each of its parts now, computed when first asked)
-        self.indexes: dict[str, tuple[str, Callable[[], dict[str, str]]]] = {}
+        self.indexes: dict[str, Callable[[], dict[str, str]]] = {}  # field -> the hash of each of its parts now
         self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
         self.indexed = 0  # indexes (index) this run wrote anew: no call made, nothing kept either
         if not live:
@@ -638,21 +639,23 @@ class Cassette:
         """Keep beside the entries, as the entry `index/<field>`, the hash of each part of the dependency `field`
         (each page's, for `pages`) whose hash of them all is `whole`: a later run in which `field` changed then
         names the parts that did (parts_changed). A live run writes it; a replay and a plan only read it."""
-        self.indexes[field] = (whole, cache(parts))
+        self.indexes[field] = cache(parts)
         name, deps = f"index/{field}", {field: whole}
         if self.lookup(name, lambda value: deps)[0] is ABSENT and self.live and self.predict is None:
             with self.lock:
-                self.used[name] = {"deps": deps, "value": self.indexes[field][1]()}
+                self.used[name] = {"deps": deps, "value": self.indexes[field]()}
                 self.indexed += 1
 
     def _changed(self, field: str, recorded: Any) -> str:
         """Why an entry that read `field` is stale: '<field> changed', naming its parts that changed when the
         recording's index of them is of the very value the entry read."""
+        if field not in self.indexes:
+            return f"{field} changed"
         said = self.explained.get((field, recorded))
         if said is None:
             said, old = f"{field} changed", self._indexed(field)
-            if field in self.indexes and old is not None and old["deps"].get(field) == recorded:
-                said += f" ({parts_changed(old['value'], self.indexes[field][1]())})"
+            if old is not None and old["deps"].get(field) == recorded:
+                said += f" ({parts_changed(old['value'], self.indexes[field]())})"
             self.explained[(field, recorded)] = said
         return said
 
