@@ -257,6 +257,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             progress.close()
         if tape.live and not result["errors"]:
             tape.save()
+        elif tape.live:
+            tape.incomplete(f"{cases_text(result['errors'])} errored")
         write_if_changed(folder / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
     except (InputError, RecordingError, providers.ProviderError) as e:
         print(f"calibrate.py: {e}", file=sys.stderr)

@@ -7,7 +7,9 @@ computed entry is appended at once to a journal beside the recording (one JSON l
 interrupted run keeps everything it paid for); `save()` writes the entries this run used, atomically,
 and writes nothing when they are exactly what the file already holds. Each entry is checked as it is read;
 a file whose very text passed every check once is read unchecked, as long as its stamp (the SHA-256 of that
-text, the check's code and this reader's) says so.
+text, the check's code and this reader's) says so. `index(field, ...)` keeps beside the entries the hash of
+each part of a dependency (each page of `pages`), so that an entry stale because it changed names the parts
+that did.
 """
 import hashlib
 import json
@@ -280,6 +282,112 @@ def exclusive(handle) -> bool:
     return True
 
 
+def journal_of(path: Path) -> Path:
+    """The journal of a recording's live runs: `.NAME.partial.jsonl` beside it."""
+    return Path(path).with_name(f".{Path(path).stem}.partial.jsonl")
+
+
+def read_journal(path: Path, check: Optional[Callable[[str, Any], Optional[str]]] = None) -> Optional[dict]:
+    """A journal as written: its header line (`first`, and `meta` parsed, or None), its whole entries by name,
+    its damaged lines (a torn last line, or any line that is not a whole entry), and `ended`: why the run
+    that wrote it last ended incomplete (its `.ended` file beside it, Cassette.incomplete), or None when it
+    was interrupted. None for a missing or empty journal. A whole entry whose value has the wrong shape
+    (`check`) is a RecordingError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    if not text.strip():
+        return None
+    lines = text.split("\n")
+    whole = text.endswith("\n")
+    lines = lines[:-1] if whole else lines  # without a final newline, the last line is torn
+    try:
+        meta = json.loads(lines[0])
+    except (json.JSONDecodeError, RecursionError):
+        meta = None
+    entries, damaged = {}, []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            item = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            item = None
+        if not (isinstance(item, dict) and isinstance(item.get("entry"), str) and isinstance(item.get("deps"), dict)
+                and "value" in item) or (number == len(lines) and not whole):
+            damaged.append(line)
+            continue
+        wrong = check(item["entry"], item["value"]) if check else None
+        if wrong:
+            raise RecordingError(f"{shown(path)}: line {number} ({shown_name(item['entry'])}): {wrong}; "
+                                 "move the journal aside to record its entries again")
+        entries[item["entry"]] = {"deps": item["deps"], "value": item["value"]}
+    try:
+        ended = ended_of(path).read_text(encoding="utf-8", errors="replace").strip() or None
+    except OSError:
+        ended = None
+    return {"first": lines[0], "meta": meta, "entries": entries, "damaged": damaged, "ended": ended}
+
+
+def ended_of(journal: Path) -> Path:
+    """Beside a journal, why the run that last wrote it ended incomplete (Cassette.incomplete); none when it
+    was interrupted."""
+    return Path(journal).with_name(f"{Path(journal).name}.ended")
+
+
+def parts_changed(old: dict[str, str], new: dict[str, str], shown_parts: int = 3) -> str:
+    """Which parts changed between two indexes (hash by id): 'faq edited, setup added, old removed, and 2 more'."""
+    named = [f"{shown_name(p)} {'edited' if p in old else 'added'}" for p, h in new.items() if old.get(p) != h]
+    named += [f"{shown_name(p)} removed" for p in old if p not in new]
+    more = f", and {len(named) - shown_parts:,} more" if len(named) > shown_parts else ""
+    return ", ".join(named[:shown_parts]) + more if named else "the same ones, in another order"
+
+
+def entry_count(n: int, adjective: str = "") -> str:
+    """'1 entry', '2 entries', '1 new entry'."""
+    return f"{n} {adjective + ' ' if adjective else ''}entr{'y' if n == 1 else 'ies'}"
+
+
+def left_by(journal: dict) -> str:
+    """The run that left a journal (read_journal), as a resuming run names it: interrupted, or incomplete."""
+    if journal["ended"] is None:
+        return "an interrupted run"
+    return f"the last run (not interrupted: it ended incomplete, {journal['ended']})"
+
+
+WRITERS = {"live": "another live run is recording it", "merge": "a merge of its shards is writing it"}
+
+
+def hold(path: Path, writer: str = "live"):
+    """The exclusive lock on `.NAME.lock` beside a recording, as the open lock file holding it (close it to
+    release): one writer of a recording at a time, a live run (`writer` "live") or a merge ("merge"). Another
+    process holding it is a RecordingError naming what it is, its pid and its start time."""
+    import datetime
+
+    lock = Path(path).with_name(f".{Path(path).stem}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock, "a+", encoding="utf-8")
+    try:
+        held = exclusive(handle)
+    except OSError as e:  # a file system without locks (some network or FUSE mounts)
+        handle.close()
+        raise RecordingError(f"{shown(lock)}: cannot take the live run's lock: {e.strerror or e}") from None
+    except BaseException:
+        handle.close()
+        raise
+    if not held:
+        handle.seek(0)
+        lines = handle.read().splitlines()
+        handle.close()
+        holder = " ".join(lines[0].split())[:120] if lines and lines[0].strip() else "another process"
+        other = WRITERS.get(lines[1].strip() if len(lines) > 1 else "live", WRITERS["live"])
+        raise RecordingError(f"{shown(path)}: {other} ({holder}); wait for it to end, or stop it")
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}, since {datetime.datetime.now().isoformat(timespec='seconds')}\n{writer}\n")
+    handle.flush()
+    return handle
+
+
 class Cassette:
     def __init__(self, path: Path, header: dict, live: bool, rerecord: bool = False,
                  check: Optional[Callable[[str, Any], Optional[str]]] = None,
@@ -298,7 +406,7 @@ class Cassette:
         self.kept: set[str] = set()  # the file's entries save() kept unread (a run of some cases)
         self.planned: list[tuple[str, list[str]]] = []
         self.key = {"format": FORMAT, **header}
-        self.journal = self.path.with_name(f".{self.path.stem}.partial.jsonl")
+        self.journal = journal_of(self.path)
         # The file's entries (each as its JSON text until looked up, when read_lines could keep it so), then
         # the journal's, by name; and those current in this run, what save() writes.
         self.recorded: dict[str, Any] = {}
@@ -310,6 +418,9 @@ class Cassette:
         self.lock = threading.Lock()
         self.notes: list[str] = []  # what live mode kept, set aside or dropped, for the user
         self.held = None  # the open lock file of a live run
+        self.indexes: dict[str, Callable[[], dict[str, str]]] = {}  # field -> the hash of each of its parts now
+        self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
+        self.indexed = 0  # indexes (index) this run wrote anew: no call made, nothing kept either
         if not live:
             data = read_recording(self.path, check, lazy=True, digest=self.checked_by is not None)
             self._trust(data.get("digest"))
@@ -330,41 +441,23 @@ class Cassette:
                 raise
 
     def _reuse(self, path: Path, header: dict) -> None:
-        """Entries of another recording of the same case set and models, where this one lacks them."""
-        if not Path(path).exists():
-            return
-        data = read_recording(path, self.check)
-        if key_changes(data["key"], {"format": FORMAT, **header}):
-            return
-        for name, item in data["entries"].items():
+        """Entries of another recording of the same case set and models, where this one lacks them: its file's,
+        and those its journal holds (an interrupted or incomplete run of it), read only."""
+        key = {"format": FORMAT, **header}
+        found = {}
+        if Path(path).exists():
+            data = read_recording(path, self.check)
+            if not key_changes(data["key"], key):
+                found.update(data["entries"])
+        journal = read_journal(journal_of(path), self.check)  # what its last run paid for and did not write
+        if journal is not None and isinstance(journal["meta"], dict) and journal["meta"].get("key") == key:
+            found.update(journal["entries"])
+        for name, item in found.items():
             self.recorded.setdefault(name, item)
 
     def _hold(self) -> None:
-        """One live run per recording: an exclusive lock on `.NAME.lock` beside it, held until close()."""
-        lock = self.path.with_name(f".{self.path.stem}.lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock, "a+", encoding="utf-8")
-        try:
-            held = exclusive(handle)
-        except OSError as e:  # a file system without locks (some network or FUSE mounts)
-            handle.close()
-            raise RecordingError(f"{shown(lock)}: cannot take the live run's lock: {e.strerror or e}") from None
-        except BaseException:
-            handle.close()
-            raise
-        if not held:
-            handle.seek(0)
-            holder = " ".join(handle.read().split())[:120] or "another process"
-            handle.close()
-            raise RecordingError(f"{shown(self.path)}: another live run is recording it ({holder}); wait for it "
-                                 "to end, or stop it")
-        import datetime
-
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}, since {datetime.datetime.now().isoformat(timespec='seconds')}\n")
-        handle.flush()
-        self.held = handle
+        """One live run per recording: its lock (hold), held until close()."""
+        self.held = hold(self.path)
 
     def close(self) -> None:
         """Release the live run's lock (also on save); safe to call twice."""
@@ -379,7 +472,9 @@ class Cassette:
         unless --rerecord says so: that would pay for every entry again."""
         journal = self._read_journal()
         if self.rerecord:
-            dropped = f"; the {len(journal['entries'])} entries an interrupted run kept are dropped" if journal else ""
+            n = len(journal["entries"]) if journal else 0
+            dropped = f"; the {entry_count(n)} {left_by(journal)} kept {'is' if n == 1 else 'are'} dropped" \
+                if journal else ""
             self.notes.append(f"--rerecord: calling the models for every entry again{dropped}")
             if journal is not None:
                 if self.predict is None:
@@ -413,8 +508,8 @@ class Cassette:
             self.recorded.update({e: journal["entries"][e] for e in kept})  # the others: the file has them
             if kept:
                 rest = "; the rest of its --rerecord is called again" if self.rerecord else ""
-                self.notes.append(f"resuming: {len(kept)} entries from an interrupted run are kept "
-                                  f"(in {shown(self.journal)}){rest}")
+                self.notes.append(f"resuming: {entry_count(len(kept))} from {left_by(journal)} "
+                                  f"{'is' if len(kept) == 1 else 'are'} kept (in {shown(self.journal)}){rest}")
 
     def _aside(self, why: str, lines: Optional[list[str]] = None) -> Path:
         """Keep the journal (or, with `lines`, those lines of it) aside, beside it, never deleted; its path."""
@@ -429,24 +524,18 @@ class Cassette:
         return aside
 
     def _read_journal(self) -> Optional[dict]:
-        """The journal's entries when it was written under this header. What cannot be used is kept aside and
-        said, never deleted: a journal of another header whole, a damaged line alone (a torn last line after a
-        crash, or any other); the journal is then rewritten with its whole lines, so the next entry appended
-        starts a line of its own."""
-        if not self.journal.exists():
+        """The journal's entries when it was written under this header (read_journal), and how the run that
+        left it ended. What cannot be used is kept aside and said, never deleted: a journal of another header
+        whole, a damaged line alone (a torn last line after a crash, or any other); the journal is then
+        rewritten with its whole lines, so the next entry appended starts a line of its own."""
+        found = read_journal(self.journal, self.check)
+        if self.predict is None:
+            ended_of(self.journal).unlink(missing_ok=True)  # this run's own end is what the next one reads
+        if found is None:
+            if self.journal.exists() and self.predict is None:
+                self.journal.unlink()  # empty: nothing in it was paid for
             return None
-        text = self.journal.read_text(encoding="utf-8", errors="replace")
-        if not text.strip():
-            if self.predict is None:
-                self.journal.unlink()  # nothing in it was paid for
-            return None
-        lines = text.split("\n")
-        ended = text.endswith("\n")
-        lines = lines[:-1] if ended else lines  # without a final newline, the last line is torn
-        try:
-            meta = json.loads(lines[0])
-        except (json.JSONDecodeError, RecursionError):
-            meta = None
+        meta = found["meta"]
         if not isinstance(meta, dict) or meta.get("key") != self.key:
             if self.predict is not None:
                 return None  # a plan only reads: the run it plans will keep this journal aside
@@ -456,29 +545,22 @@ class Cassette:
             aside = self._aside(why)
             self.notes.append(f"kept aside {shown(aside)}: {said}; its entries are not used")
             return None
-        entries, damaged = {}, []
-        for number, line in enumerate(lines[1:], start=2):
-            try:
-                item = json.loads(line)
-            except (json.JSONDecodeError, RecursionError):
-                item = None
-            if not (isinstance(item, dict) and isinstance(item.get("entry"), str) and isinstance(item.get("deps"), dict)
-                    and "value" in item) or (number == len(lines) and not ended):
-                damaged.append(line)
-                continue
-            wrong = self.check(item["entry"], item["value"]) if self.check else None
-            if wrong:
-                raise RecordingError(f"{shown(self.journal)}: line {number} ({shown_name(item['entry'])}): {wrong}; "
-                                     "move the journal aside to record its entries again")
-            entries[item["entry"]] = {"deps": item["deps"], "value": item["value"]}
+        entries, damaged = found["entries"], found["damaged"]
         if damaged and self.predict is None:
             aside = self._aside("damaged", damaged)
-            whole = [lines[0]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
+            whole = [found["first"]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
             write_atomic(self.journal, "".join(line + "\n" for line in whole))
             self.notes.append(f"kept aside {shown(aside)}: {len(damaged)} damaged line"
                               f"{'' if len(damaged) == 1 else 's'} of {shown(self.journal)}; its other "
-                              f"{len(entries)} entries are kept")
-        return {"rerecord": meta.get("rerecord", False), "entries": entries}
+                              f"{entry_count(len(entries))} {'is' if len(entries) == 1 else 'are'} kept")
+        return {"rerecord": meta.get("rerecord", False), "entries": entries, "ended": found["ended"]}
+
+    def incomplete(self, why: str) -> None:
+        """Note beside the journal (ended_of) that this run ended incomplete (`why`, say '2 cases errored'),
+        not interrupted, so the next run says so when it resumes from it. Nothing when there is no journal."""
+        with self.lock:
+            if self.predict is None and self.journal.exists():
+                write_atomic(ended_of(self.journal), why + "\n")
 
     def _trust(self, digest: Optional[str]) -> None:
         self.digest = digest
@@ -550,11 +632,42 @@ class Cassette:
             return item["value"], []
         changed = key_changes(item["deps"], deps_of(item["value"]))
         if changed:
-            return ABSENT, [f"{field} changed" for field in changed]
+            return ABSENT, [self._changed(field, item["deps"].get(field)) for field in changed]
         if self.live:  # a replay keeps nothing it has looked up: its rows hold what they need
             with self.lock:
                 self.used[entry] = stored  # as the file holds it, when it does: text until it is written
         return item["value"], []
+
+    def index(self, field: str, whole: str, parts: Callable[[], dict[str, str]]) -> None:
+        """Keep beside the entries, as the entry `index/<field>`, the hash of each part of the dependency `field`
+        (each page's, for `pages`) whose hash of them all is `whole`: a later run in which `field` changed then
+        names the parts that did (parts_changed). A live run writes it; a replay and a plan only read it."""
+        self.indexes[field] = cache(parts)
+        name, deps = f"index/{field}", {field: whole}
+        if self.lookup(name, lambda value: deps)[0] is ABSENT and self.live and self.predict is None:
+            with self.lock:
+                self.used[name] = {"deps": deps, "value": self.indexes[field]()}
+                self.indexed += 1
+
+    def _changed(self, field: str, recorded: Any) -> str:
+        """Why an entry that read `field` is stale: '<field> changed', naming its parts that changed when the
+        recording's index of them is of the very value the entry read."""
+        if field not in self.indexes:
+            return f"{field} changed"
+        said = self.explained.get((field, recorded))
+        if said is None:
+            said, old = f"{field} changed", self._indexed(field)
+            if old is not None and old["deps"].get(field) == recorded:
+                said += f" ({parts_changed(old['value'], self.indexes[field]())})"
+            self.explained[(field, recorded)] = said
+        return said
+
+    def _indexed(self, field: str) -> Optional[dict]:
+        """The recording's index of `field` (index), as the file or the journal holds it, or None."""
+        stored = self.recorded.get(f"index/{field}")
+        if type(stored) is tuple:
+            stored = stored[0]
+        return self._parse(f"index/{field}", stored) if isinstance(stored, str) else stored
 
     def get(self, entry: str, deps_of: Callable[[Any], dict], compute: Optional[Callable[[], Any]] = None) -> Any:
         """The current value of `entry`; in live mode a missing or stale one is computed and journaled."""
@@ -648,6 +761,11 @@ class Cassette:
             self.journal.unlink()
         self.close()
         return written
+
+    def reused(self) -> int:
+        """Entries this run used that an earlier run paid for: neither computed now nor an index written anew."""
+        with self.lock:
+            return len(self.used) - self.computed - self.indexed
 
     def dropped(self) -> int:
         """Entries the file held that this run did not use: stale ones, and those of removed cases."""

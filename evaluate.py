@@ -20,12 +20,13 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from cassette import (ABSENT, Cassette, RecordingError, code_of, printable_stdout, read_key, read_recording, shown,
-                      write_atomic)
+from cassette import (ABSENT, Cassette, RecordingError, code_of, entry_count, printable_stdout, read_key,
+                      read_recording, shown, write_atomic)
 from harness import console, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
-from harness.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, recorded_repeats, repeat, sha, variant_label
+from harness.entries import (EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, recorded_repeats, repeat,
+                             rescored, sha, variant_label)
 from harness.judging import STRICT_FAITHFULNESS, stage_of
 from harness.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
 from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, embedder_name, \
@@ -77,8 +78,10 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
              stale: Optional[dict] = None, variant: str = "") -> dict:
     """A report row from the case's current entries (of its counterfactual run, with `variant`). An entry
     without a current value is left out; in a replay, `stale` collects why, by case."""
-    def entry(name: str, deps_of: Callable) -> Optional[dict]:
+    def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Optional[dict]:
         value, why = cassette.lookup(name, deps_of)
+        if value is ABSENT and free(name) and compute is not None and not cassette.live:
+            return rescored(compute)  # costs nothing: a replay scores it again rather than refusing
         if value is ABSENT:
             if stale is not None:  # reasons kept once each, in order: a dict, so thousands of runs stay linear
                 stale.setdefault(case["id"], {}).update(dict.fromkeys(r + variant_label(variant) for r in why))
@@ -105,7 +108,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         return {**row, **unscored, "answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"),
                 "error": error or f"agent/{case['id']}{variant}: {e}"}
-    found = {name: entry(name, deps_of) for name, (deps_of, _) in needed.items()}
+    found = {name: entry(name, deps_of, compute) for name, (deps_of, compute) in needed.items()}
     tools = found.pop(f"tools/{case['id']}{variant}")
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],
@@ -159,6 +162,7 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
     (for of_split). In live mode, first record what is missing or stale. `judge` and `agent` build the models
     only when a call needs them, so a replay imports no model library."""
     errors, stale = {}, None if cassette.live else {}
+    inputs.index(cassette)
     repeats = repeats or recorded_repeats(cassette.recorded)
     done: dict[str, dict] = {}  # the rows of cases a live run found complete: nothing to call, nothing to redo
 
@@ -308,10 +312,13 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                              repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
                              if inputs.counterfactual else None, batch=rounds)
         except KeyboardInterrupt:
-            raise Interrupted(f"{cassette.computed} new entries are kept in {shown(cassette.journal)}") from None
+            raise Interrupted(f"{entry_count(cassette.computed, 'new')} {'is' if cassette.computed == 1 else 'are'} "
+                              f"kept in {shown(cassette.journal)}") from None
         finally:
             progress.close()
         errored = sum(r["first_failure"] == "error" for r in every["rows"])
+        if errored and not plan:
+            cassette.incomplete(f"{cases_text(errored)} errored")
         if not errored and not plan:  # an incomplete recording is never written, whichever split is shown
             chosen = {c["id"] for c in inputs.cases["cases"]}
             keep = (lambda entry: case_of(entry) not in chosen) if cases is not None and not shard else None
@@ -320,8 +327,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                 rounds.journal.path.unlink(missing_ok=True)  # every answer is in the recording now
             gone = cassette.dropped()
             dropped = f", dropped {gone} no longer current" if gone else ""
-            progress.log(f"recorded {cassette.computed} new entries, kept {len(cassette.used) - cassette.computed}"
-                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
+            progress.log(f"recorded {entry_count(cassette.computed, 'new')}, kept {cassette.reused()}{dropped}: "
+                         + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
         cassette.close()  # the recording is free for the next live run
     planned = None

@@ -7,11 +7,15 @@ What each kind reads:
   descriptions, argument types and roles) and the model; the embedder when the factory takes `embeddings`;
   if it called a retriever, every page (any page can enter any search's top k); for each record a lookup
   read, that record.
-- `tools/<case>`: the calls the trace made and the case's expected tools.
+- `tools/<case>`: the calls the trace made and the case's expected tools. It is free (DeepEval's
+  ToolCorrectnessMetric on names, no model call), so a replay computes a stale one (rescored) rather than
+  refusing: an edit to the expected tools alone pays for nothing and needs no live run.
 - `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
   judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
   `ignored_planted` for a case whose retriever returned a page with a planted instruction.
+- `index/pages`: no call, the hash of each page by its id, so that a run in which the pages changed names
+  the pages that did.
 A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
 `<kind>/<case>@expected-pages`, when the factory takes `given_pages`: its retriever returned the case's
 expected pages, so the trace depends on those pages' content instead of every page.
@@ -54,6 +58,12 @@ class Inputs:
         self.planted = {p["id"] for p in self.pages if p.get("planted")}
         self.counterfactual = "given_pages" in wanted
         self.parameters = loaded.described.parameters()
+
+    def index(self, cassette) -> None:
+        """Keep each page's hash in the recording (Cassette.index), so that an entry stale because the pages
+        changed names the pages that did."""
+        if self.pages:
+            cassette.index("pages", self.searched["pages"], lambda: {p["id"]: sha(p) for p in self.pages})
 
     def view(self, trace: dict) -> dict:
         """The trace read by roles (harness.trace.read); raises trace.Unreadable for a retriever call whose
@@ -131,6 +141,22 @@ def versioned(field: str, name: str) -> dict:
 
     version = code_version(name)
     return {field: version} if version else {}
+
+
+FREE = ("tools",)  # kinds computed locally with no model call: a replay computes a stale one (rescored)
+
+
+def free(entry: str) -> bool:
+    """Whether an entry costs nothing to compute again (FREE): a replay rescores it rather than refusing."""
+    return entry.split("/", 1)[0] in FREE
+
+
+def rescored(compute: Callable) -> dict:
+    """A free entry's value computed now, in a replay: with the offline judge as the model object DeepEval
+    needs and never calls for it (the entry does not depend on the judge)."""
+    from harness.providers import OFFLINE, judge_model
+
+    return compute(judge_model(OFFLINE["judge"]))
 
 
 EXPECTED_PAGES = "@expected-pages"  # the counterfactual variant of a case's entries

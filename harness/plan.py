@@ -17,6 +17,7 @@ import json
 from collections import Counter, defaultdict
 from typing import Any, Callable, Optional
 
+from cassette import entry_count
 from harness.selection import case_of
 
 # Tokens per call when the recording has no measured entry of the kind: a rough rule, stated in the plan.
@@ -110,8 +111,8 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
         by_kind[kind][", ".join(why)] += 1
         if kind == "judge metrics":
             metrics[entry.rsplit("/", 1)[1]] += 1
-    seen, lines = measured(recorded), [f"plan: {len(planned)} entries to call with model {model}, embedder {embedder}, "
-                                       f"judge {judge}; nothing is called or written"]
+    seen, lines = measured(recorded), [f"plan: {entry_count(len(planned))} to call with model {model}, embedder "
+                                       f"{embedder}, judge {judge}; nothing is called or written"]
     for kind in KINDS:
         if kind in by_kind:
             reasons = "; ".join(f"{why}: {n}" for why, n in by_kind[kind].most_common())

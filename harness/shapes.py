@@ -112,7 +112,16 @@ def ranking_problem(value: Any) -> Optional[str]:
                  if not isinstance(p, str)), None)
 
 
-KINDS = {"agent": trace_problem, "tools": verdict_problem, "judge": verdict_problem, "ladder": ranking_problem}
+def index_problem(value: Any) -> Optional[str]:
+    """The hash of each part of a dependency (`index/pages`: each page's), by its id."""
+    if not isinstance(value, dict):
+        return expect(value, (dict,), "value", "an object (a hash by page id)")
+    return next((f"value[{part!r}]: expected a hash, got {kind(h)}" for part, h in value.items()
+                 if not isinstance(h, str)), None)
+
+
+KINDS = {"agent": trace_problem, "tools": verdict_problem, "judge": verdict_problem, "ladder": ranking_problem,
+         "index": index_problem}
 
 
 def problem(entry: str, value: Any) -> Optional[str]:

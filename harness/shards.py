@@ -3,7 +3,8 @@ fixed slice of the cases, recorded on separate machines) into the project's reco
 
 Refused, with one line and exit 2, before anything is written: a file that is not a shard recording, shards
 of other models, case sets or inputs (their `inputs` hash: cases, pages, records, agent), two copies of one
-shard, a shard missing, and an entry two shards both hold with different values or dependencies.
+shard, a shard missing, an entry two shards both hold with different values or dependencies, and a live run of the
+project's recording under way (it holds the recording's lock, which the merge takes while it writes).
 """
 import argparse
 import re
@@ -64,11 +65,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="evaluate.py merge", description=__doc__.splitlines()[0])
     parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
     args = parser.parse_args(argv)
-    from cassette import RecordingError, dumps_recording, shown, write_atomic
+    from cassette import RecordingError, dumps_recording, entry_count, hold, shown, write_atomic
 
     try:
         target, content = merged([Path(p) for p in args.shards])
-        write_atomic(target, dumps_recording(content["key"], content["entries"]))
+        lock = hold(target, "merge")  # a live run of the same recording would write over the merge, or it over that
+        try:
+            write_atomic(target, dumps_recording(content["key"], content["entries"]))
+        finally:
+            lock.close()
     except (MergeError, RecordingError) as e:
         print(f"evaluate.py: merge: {e}", file=sys.stderr)
         return 2
@@ -76,5 +81,5 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"evaluate.py: merge: {shown(e.filename) if e.filename else 'output'}: cannot write: "
               f"{e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"merged {len(args.shards)} shards ({len(content['entries'])} entries) into {shown(target)}")
+    print(f"merged {len(args.shards)} shards ({entry_count(len(content['entries']))}) into {shown(target)}")
     return 0
