@@ -304,13 +304,13 @@ def read_journal(path: Path, check: Optional[Callable[[str, Any], Optional[str]]
     lines = lines[:-1] if whole else lines  # without a final newline, the last line is torn
     try:
         meta = json.loads(lines[0])
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: malformed, or an integer longer than Python converts
         meta = None
     entries, damaged = {}, []
     for number, line in enumerate(lines[1:], start=2):
         try:
             item = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             item = None
         if not (isinstance(item, dict) and isinstance(item.get("entry"), str) and isinstance(item.get("deps"), dict)
                 and "value" in item) or (number == len(lines) and not whole):

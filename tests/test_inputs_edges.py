@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import cassette
 import compare
 import evaluate
 from conftest import OFFLINE, load_project
@@ -186,3 +187,11 @@ def test_a_glob_of_the_harness_outputs_alone_is_refused_saying_why(notes, capsys
     err = refused(capsys, evaluate.main(["--project", "."]))
     assert err.startswith("evaluate.py: evals.toml: pages[1]: 'runs/*.md' matches no file in ") \
         and err.endswith("(runs, recordings, baselines, .cache are never read)\n")
+
+
+def test_a_long_integer_in_a_journal_line_makes_that_line_damaged_not_a_traceback(tmp_path):
+    journal = tmp_path / ".run.partial.jsonl"
+    whole = json.dumps({"entry": "agent/a", "deps": {}, "value": 1})
+    journal.write_text('{"models": {}}\n' + whole + "\n" + whole.replace(": 1}", f": {LONG}}}") + "\n")
+    read = cassette.read_journal(journal)
+    assert list(read["entries"]) == ["agent/a"] and len(read["damaged"]) == 1 and LONG in read["damaged"][0]
