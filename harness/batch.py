@@ -226,7 +226,8 @@ class Rounds:
                 if attempt == live_calls.MAX_ATTEMPTS or waited + delay > live_calls.MAX_TOTAL_WAIT:
                     raise CallFailed(f"{name}: {one_line(error)} (gave up after {attempt} attempt"
                                      f"{'s' if attempt > 1 else ''})") from error
-                self.log(f"retry {attempt}/{live_calls.MAX_ATTEMPTS - 1} for {name} in {delay:.1f}s: "
+                why = " (Retry-After)" if asked is not None else ""
+                self.log(f"retry {attempt}/{live_calls.MAX_ATTEMPTS - 1} for {name} in {delay:.1f}s{why}: "
                          f"{one_line(error)}")
                 await asyncio.sleep(delay)
                 waited += delay
@@ -297,7 +298,7 @@ class Rounds:
         """Poll every job a killed run submitted, before any new request goes out."""
         pending = self.journal.pending()
         for name in pending:
-            self.log(f"batch {outside_text(name)}: polling the job an interrupted run submitted")
+            self.log(f"batch {outside_text(name)}: polling the job an earlier run submitted")
         await asyncio.gather(*(self.collect(name) for name in pending))
 
 
