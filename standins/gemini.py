@@ -23,13 +23,17 @@ offline backends. Point the real clients at it with GOOGLE_GEMINI_BASE_URL.
 `usageMetadata` carries the offline backends' own counts, so tokens match an offline run. A key in
 `reject_keys` is refused as Google refuses a bad key (400 INVALID_ARGUMENT, "API key not valid"); no key at
 all is refused with 403. `faults` makes a model misbehave for requests whose last user text contains a
-marker (see Fault), in a batch too. `serve()` starts it; `StandIn.requests` logs every request answered, and
+marker (see Fault), in a batch too, where a job holding one may also be refused at creation (429), answer
+its polls 429 / 500 or with a reset connection, or never end. `serve()` starts it; `StandIn.requests` logs every request answered, and
 every inline request of a batch once its job has run.
 """
 import importlib
 import itertools
 import json
+import os
 import re
+import socket
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -60,8 +64,13 @@ STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 4
 MESSAGES = {429: "Resource has been exhausted (e.g. check quota).",
             500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
             503: "The model is overloaded. Please try again later."}
-JOB_KINDS = ("batch-failed", "batch-expired")  # a whole batch job ends so
-KINDS = ("429", "500", "503", "blocked", "safety", "no-candidates", "bad-json") + JOB_KINDS
+JOB_KINDS = ("batch-failed", "batch-expired", "never-ends")  # a whole batch job ends so, or never
+CREATE_KINDS = ("create-429",)  # batchGenerateContent answers so
+POLL_KINDS = ("poll-429", "poll-500", "poll-reset")  # a get of the job answers so
+WHERE = {**dict.fromkeys(JOB_KINDS, "run"), **dict.fromkeys(CREATE_KINDS, "create"),
+         **dict.fromkeys(POLL_KINDS, "poll")}  # any other kind: each request, where it is answered
+KINDS = ("429", "500", "503", "blocked", "safety", "no-candidates", "bad-json", "key-echo") + JOB_KINDS \
+    + CREATE_KINDS + POLL_KINDS
 ENDED = ("BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_EXPIRED", "BATCH_STATE_CANCELLED")
 JOB_ERRORS = {"batch-failed": (500, "stand-in: the batch job failed."),
               "batch-expired": (504, "stand-in: the batch job expired before it ran.")}
@@ -72,11 +81,15 @@ class Fault:
     """How a model misbehaves: `kind` is "429" (with a Retry-After header of `retry_after` seconds), "500",
     "503", "blocked" (promptFeedback.blockReason SAFETY, no candidates), "safety" (a candidate with
     finishReason SAFETY and no content), "no-candidates" (neither candidates nor a block reason) or
-    "bad-json" (a judge answer cut off mid-JSON). The HTTP faults apply to every endpoint, the others to
-    generateContent. In a batch job each inline request meets its fault as generateContent would, an HTTP
-    fault becoming that request's inline `error`; "batch-failed" / "batch-expired" (only in a batch) end the
-    whole job that holds a matching request FAILED / EXPIRED, with no responses. `times`: only the first N
-    matching requests (for a job-level fault, jobs); None: all of them."""
+    "bad-json" (a judge answer cut off mid-JSON) or "key-echo" (a 400 whose message echoes the API key the
+    request came with, as a server may quote what it refused). The HTTP faults apply to every endpoint, the
+    others to generateContent. In a batch job each inline request meets its fault as generateContent would,
+    an HTTP fault becoming that request's inline `error`. Only in a batch, for a job holding a matching
+    request: "batch-failed" / "batch-expired" end the whole job FAILED / EXPIRED, with no responses;
+    "never-ends" keeps it RUNNING on every get; "create-429" answers its batchGenerateContent 429 (with
+    Retry-After); "poll-429", "poll-500" answer a get of it so and "poll-reset" resets the connection of a
+    get (no answer at all). `times`: only the first N matching requests (for a job-level fault, jobs; for a
+    create or poll fault, those calls); None: all of them."""
     kind: str
     times: Optional[int] = None
     retry_after: float = 1.0
@@ -100,6 +113,7 @@ class Job:
     responses: Optional[list] = None
     error: Optional[dict] = None
     ended: Optional[float] = None
+    stuck: bool = False  # a "never-ends" job: running on every get while this holds
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -136,11 +150,11 @@ class StandIn:
         with self.lock:
             return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
 
-    def fault_for(self, model: str, text: str, job: bool = False) -> tuple[Optional[Fault], str]:
-        """The fault this request triggers, if any, with its marker; counts it against `times`. `job`: the
-        job-level faults of a batch (JOB_KINDS), else the others."""
+    def fault_for(self, model: str, text: str, where: str = "request") -> tuple[Optional[Fault], str]:
+        """The fault this request triggers, if any, with its marker; counts it against `times`. `where`: a
+        batch job's faults when it is created, polled or run (WHERE), else each request's."""
         for marker, fault in self.faults.get(model, {}).items():
-            if marker in text and (fault.kind in JOB_KINDS) == job:
+            if marker in text and WHERE.get(fault.kind, "request") == where:
                 with self.lock:
                     fired = self.fired.get((model, marker), 0)
                     if fault.times is not None and fired >= fault.times:
@@ -283,6 +297,11 @@ def operation(job: Job) -> dict:
     return out
 
 
+def job_text(requests: list) -> str:
+    """The last user text of each inline request of a job, one a line: what its faults' markers are sought in."""
+    return "\n".join(last_user_text((item.get("request") or {}).get("contents") or []) for item in requests)
+
+
 def usage(prompt_tokens: int, answer_tokens: int) -> dict:
     return {"promptTokenCount": prompt_tokens, "candidatesTokenCount": answer_tokens,
             "totalTokenCount": prompt_tokens + answer_tokens}
@@ -308,12 +327,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def api_key(self) -> str:
+        return self.headers.get("x-goog-api-key") or (parse_qs(urlsplit(self.path).query).get("key") or [""])[0]
+
+    def reset(self, **record) -> None:
+        """Answer nothing: the connection is reset (RST), as a proxy or a load balancer may drop it."""
+        self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=0,
+                                **{"model": "", "kind": "", "fault": "", "marker": "", "batch": "", **record})
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        os.close(self.connection.detach())  # now, though the handler's streams still hold the socket
+
     def route(self) -> Optional[dict]:
         """The request's version, model and method, after the key check; None once an error is answered."""
         standin: StandIn = self.server.standin
         url = urlsplit(self.path)
         found = PATH.match(url.path)
-        key = self.headers.get("x-goog-api-key") or (parse_qs(url.query).get("key") or [""])[0]
+        key = self.api_key()
         if not key:
             self.reply(403, error_body(403, "Method doesn't allow unregistered callers (callers without "
                                             "established identity). Please use API Key or other form of API "
@@ -398,6 +428,8 @@ class Handler(BaseHTTPRequestHandler):
         """What a model request is answered: status, body, headers and the log record's fields."""
         fault, marker = self.server.standin.fault_for(model, text)
         record = {"model": model, "kind": kind, "fault": fault.kind if fault else "", "marker": marker}
+        if fault and fault.kind == "key-echo":
+            return 400, error_body(400, f"stand-in: refused the request made with key {self.api_key()}"), None, record
         if fault and fault.kind.isdigit():
             status = int(fault.kind)
             headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else None
@@ -422,6 +454,10 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(requests, list) or not requests or not all(isinstance(r, dict) for r in requests):
             return self.reply(400, error_body(400, "stand-in: a batch needs inputConfig.requests.requests, a "
                                                    "non-empty list of inline requests (no file input)"), **record)
+        fault, marker = standin.fault_for(model, job_text(requests), "create")
+        if fault:
+            return self.reply(429, error_body(429, MESSAGES[429]), {"Retry-After": f"{fault.retry_after:g}"},
+                              fault=fault.kind, marker=marker, **record)
         with standin.lock:
             job = Job(f"batches/standin-{next(standin.job_ids)}", model, batch.get("displayName") or "",
                       requests, time.time())
@@ -430,16 +466,25 @@ class Handler(BaseHTTPRequestHandler):
 
     def batch_get(self, name: str) -> None:
         """The job's state: running until it has had `batch_polls` gets and `batch_seconds` have passed,
-        then run (once) and ended."""
+        then run (once) and ended; or the poll fault its requests call for."""
         standin: StandIn = self.server.standin
         job = standin.jobs.get(name)
         if job is None:
             return self.reply(404, error_body(404, "Requested entity was not found."), kind="batch-get", batch=name)
+        polled, marker = standin.fault_for(job.model, job_text(job.requests), "poll")
+        if polled:
+            record = {"model": job.model, "kind": "batch-get", "batch": name, "fault": polled.kind, "marker": marker}
+            if polled.kind == "poll-reset":
+                return self.reset(**record)
+            status = int(polled.kind.removeprefix("poll-"))
+            headers = {"Retry-After": f"{polled.retry_after:g}"} if status == 429 else None
+            return self.reply(status, error_body(status, MESSAGES[status]), headers, **record)
         fault = {"fault": "", "marker": ""}
         with job.lock:
             job.gets += 1
             if job.state not in ENDED:
-                due = job.gets > standin.batch_polls and time.time() - job.created >= standin.batch_seconds
+                due = job.gets > standin.batch_polls and time.time() - job.created >= standin.batch_seconds \
+                    and not job.stuck
                 if due:
                     fault = self.run_job(job)
                 else:
@@ -452,8 +497,10 @@ class Handler(BaseHTTPRequestHandler):
         answered (and logged) as generateContent would answer it, in order."""
         standin: StandIn = self.server.standin
         bodies = [item.get("request") or {} for item in job.requests]
-        texts = [last_user_text(b.get("contents") or []) for b in bodies]
-        fault, marker = standin.fault_for(job.model, "\n".join(texts), job=True)
+        fault, marker = standin.fault_for(job.model, job_text(job.requests), "run")
+        if fault and fault.kind == "never-ends":
+            job.state, job.stuck = "BATCH_STATE_RUNNING", True
+            return {"fault": fault.kind, "marker": marker}
         job.ended = time.time()
         if fault:
             job.state = "BATCH_STATE_FAILED" if fault.kind == "batch-failed" else "BATCH_STATE_EXPIRED"

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -39,8 +40,15 @@ def project_with(tmp_path: Path, cases=CASES) -> Path:
     return project
 
 
-def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
+def run(project: Path, standin, *args: str, **env: str) -> tuple[int, str, list[dict]]:
     """evaluate.main in `project` against the stand-in, with the default Gemini models; the requests it made."""
+    code, _, err, requests = run_full(project, standin, *args, **env)
+    return code, err, requests
+
+
+def run_full(project: Path, standin, *args: str, **env: str) -> tuple[int, str, str, list[dict]]:
+    """As run, with `env` over the test's variables; the exit code, stdout, stderr and the requests. A run
+    that never ends fails the test (a hang guard, not a measure of speed)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(evaluate, "HERE", project)
         mp.setattr(live_calls, "sleep", lambda s: None)
@@ -48,12 +56,25 @@ def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
         for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES):
             mp.delenv(variable, raising=False)
         for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
-                                "DOCS_BATCH_POLL_S": "0"}.items():
+                                "DOCS_BATCH_POLL_S": "0", **env}.items():
             mp.setenv(variable, value)
-        start, err = len(standin.requests), io.StringIO()
-        with redirect_stderr(err), redirect_stdout(io.StringIO()):
-            code = evaluate.main(list(args))
-    return code, err.getvalue(), standin.requests[start:]
+        start, out, err, ended = len(standin.requests), io.StringIO(), io.StringIO(), []
+        with redirect_stderr(err), redirect_stdout(out):
+            worker = threading.Thread(target=lambda: ended.append(outcome(evaluate.main, list(args))), daemon=True)
+            worker.start()
+            worker.join(timeout=600)
+        assert ended, f"the run did not end: {err.getvalue()[-2000:]}"
+    if isinstance(ended[0], BaseException):
+        raise ended[0]
+    return ended[0], out.getvalue(), err.getvalue(), standin.requests[start:]
+
+
+def outcome(function, *args):
+    """What function(*args) returned, or the exception it raised."""
+    try:
+        return function(*args)
+    except BaseException as e:  # noqa: BLE001 - re-raised by the test's thread
+        return e
 
 
 def report(project: Path) -> dict:
@@ -146,7 +167,7 @@ def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(t
     killed_creates = len([r for r in standin.requests[start:] if r["kind"] == "batch-create"])
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet")
     assert code == 0, err
-    assert f"batch {submitted[-1]}: polling the job an interrupted run submitted" in err
+    assert f"batch {submitted[-1]}: polling the job an earlier run submitted" in err
     assert [r for r in requests if r["kind"] == "batch-get" and r.get("batch") == submitted[-1]]
     resumed_creates = len([r for r in requests if r["kind"] == "batch-create"])
     assert killed_creates + resumed_creates == rounds  # no round paid twice

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from google import genai
 from google.genai import errors, types
@@ -27,7 +28,10 @@ CHAT, EMBED, JUDGE = "gemini-standin-chat", "gemini-standin-embed", "gemini-stan
 REJECTED_KEY = "rejected-key"
 FAULTS = {JUDGE: {"job-fails": Fault("batch-failed"), "job-expires": Fault("batch-expired"),
                   "fails-once": Fault("batch-failed", times=1), "request-500": Fault("500"),
-                  "request-429": Fault("429"), "request-safety": Fault("safety")}}
+                  "request-429": Fault("429"), "request-safety": Fault("safety"),
+                  "create-refused": Fault("create-429", times=1, retry_after=7), "poll-fails": Fault("poll-500", times=1),
+                  "poll-resets": Fault("poll-reset", times=1), "never-ends": Fault("never-ends", times=1),
+                  "key-echo": Fault("key-echo")}}
 
 
 def judge_requests(truths_text: str = "The backup runs nightly at 2am. It keeps seven copies.") -> list[dict]:
@@ -262,3 +266,34 @@ def test_refusals_unknown_job_rejected_key_unknown_model_and_no_requests(start):
     assert standin.jobs == {}
     assert [r["kind"] for r in standin.requests] == [
         "batch-get", "rejected-key", "unknown-model", "batch-create", "batch-create"]
+
+
+def test_batch_faults_refuse_a_create_fail_or_reset_a_poll_keep_a_job_running_and_quote_the_key(start):
+    standin = start()
+    gemini = client("quoted-key")
+    with pytest.raises(errors.ClientError) as refused:
+        gemini.batches.create(model=JUDGE, src=judge_requests("A fact. create-refused."))
+    assert refused.value.code == 429 and refused.value.response.headers["retry-after"] == "7"
+    assert standin.jobs == {}  # a refused create queues nothing
+
+    job = gemini.batches.create(model=JUDGE, src=judge_requests("A fact. poll-fails."))
+    with pytest.raises(errors.ServerError) as failed:
+        gemini.batches.get(name=job.name)
+    assert failed.value.code == 500
+    assert poll(gemini, job.name)[0].state == types.JobState.JOB_STATE_SUCCEEDED  # times=1: then it answers
+
+    job = gemini.batches.create(model=JUDGE, src=judge_requests("A fact. poll-resets."))
+    with httpx.Client() as raw:  # the raw transport, which retries nothing: the connection is reset
+        with pytest.raises(httpx.TransportError):
+            raw.get(f"{standin.url}/v1beta/{job.name}", headers={"x-goog-api-key": "k"})
+    assert standin.count(kind="batch-get", batch=job.name, status=0, fault="poll-reset") == 1
+
+    stuck = gemini.batches.create(model=JUDGE, src=judge_requests("A fact. never-ends."))
+    states = [gemini.batches.get(name=stuck.name).state.name for _ in range(5)]
+    assert states == ["JOB_STATE_RUNNING"] * 5
+    standin.jobs[stuck.name].stuck = False  # the test lets it run: `times` spent, it ends
+    assert gemini.batches.get(name=stuck.name).state == types.JobState.JOB_STATE_SUCCEEDED
+
+    echoed = gemini.batches.create(model=JUDGE, src=judge_requests("A fact. key-echo.")[:1])
+    (answer,) = poll(gemini, echoed.name)[0].dest.inlined_responses
+    assert answer.error.code == 400 and "quoted-key" in answer.error.message
