@@ -20,7 +20,7 @@ TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 TRANSIENT_NAMES = ("Timeout", "RateLimit", "ResourceExhausted", "ServiceUnavailable", "InternalServerError",
                    "ServerError", "ConnectError", "ConnectionError", "DeadlineExceeded", "TooManyRequests")
 STOP_GRACE_S = 5.0  # after Ctrl-C or SIGTERM: how long the calls already running may take to land
-SILENT_LIMIT = 3  # calls of one kind in a row that got no answer: that kind's provider is not answering
+SILENT_LIMIT = 3  # attempts of one kind in a row, of two calls or more, with no answer: its provider is silent
 
 
 DEFAULT_CONCURRENCY = 4
@@ -54,31 +54,33 @@ class Stopped(KeyboardInterrupt):
 
 class Guard:
     """A pool's run-wide state its calls read: the stop (set on an interruption), whether the run still waits
-    for the calls running (`late` once it gave up on them), and for each kind of call the calls whose last
-    attempt got no answer since that kind's last answer."""
+    for the calls running (`late` once it gave up on them), and for each kind of call the attempts with no
+    answer since that kind's last answer, and the calls they were of."""
 
     def __init__(self):
         self.stop, self.late = threading.Event(), threading.Event()
         self.lock, self.silent = threading.Lock(), {}
 
-    def failed(self, kind: str, name: str, error: BaseException) -> int:
-        """Note a failed attempt of call `name`: with no answer (a timeout, a failed connection) the call joins
-        its kind's silent calls; an answer (an HTTP error) empties them. How many there are now."""
+    def failed(self, kind: str, name: str, error: BaseException) -> bool:
+        """Note a failed attempt of call `name`: one with no answer (a timeout, a failed connection) counts, an
+        answer (an HTTP error) starts over. True once this kind's provider is taken as silent."""
         with self.lock:
-            silent = self.silent.setdefault(kind, set())
+            attempts, names = self.silent.setdefault(kind, [0, set()])
             if no_answer(error):
-                silent.add(name)
+                self.silent[kind] = [attempts + 1, names | {name}]
             else:
-                silent.clear()
-            return len(silent)
+                self.silent.pop(kind)
+        return self.given_up(kind)
 
     def answered(self, kind: str) -> None:
         with self.lock:
             self.silent.pop(kind, None)
 
     def given_up(self, kind: str) -> bool:
+        """SILENT_LIMIT attempts in a row got no answer, of two calls or more: not one request's problem."""
         with self.lock:
-            return len(self.silent.get(kind, ())) >= SILENT_LIMIT
+            attempts, names = self.silent.get(kind, (0, ()))
+            return attempts >= SILENT_LIMIT and len(names) > 1
 
 
 _guard: "contextvars.ContextVar[Optional[Guard]]" = contextvars.ContextVar("guard", default=None)
@@ -222,25 +224,25 @@ def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None])
     """Call, retrying transient failures with exponential backoff and jitter, within MAX_ATTEMPTS and
     MAX_TOTAL_WAIT seconds of waiting; every retry is logged. A server's Retry-After is waited exactly, and
     gives up at once when it is more than the budget has left. Raises CallFailed when it gives up. In a pool,
-    no attempt starts once the run is stopped (Stopped), nor once SILENT_LIMIT calls of this kind (the name's
-    first part: agent, judge, ladder) got no answer in a row: that provider is not answering."""
+    no attempt starts once the run is stopped (Stopped), nor once SILENT_LIMIT attempts in a row of this kind
+    of call (the name's first part: agent, judge, ladder), of two calls or more, got no answer."""
     guard, kind, waited = _guard.get(), name.split("/", 1)[0], 0.0
     for attempt in range(1, MAX_ATTEMPTS + 1):
         refuse_if_stopped()
         if guard is not None and guard.given_up(kind):
-            raise CallFailed(f"{name}: not called: {SILENT_LIMIT} {kind} calls in a row got no answer")
+            raise CallFailed(f"{name}: not called: {SILENT_LIMIT} {kind} attempts in a row got no answer")
         try:
             value = call()
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as error:  # noqa: BLE001 - any SDK error is classified, then retried or reported
             refuse_if_stopped()  # a client's refusal, however its SDK wrapped it, is the stop
-            silent = guard.failed(kind, name, error) if guard is not None else 0
+            silent = guard is not None and guard.failed(kind, name, error)
             if not is_transient(error):
                 raise CallFailed(f"{name}: {one_line(error)}") from error
-            if silent >= SILENT_LIMIT:
-                raise CallFailed(f"{name}: {one_line(error)} ({silent} {kind} calls in a row got no answer: "
-                                 "no more are made)") from error
+            if silent:
+                raise CallFailed(f"{name}: {one_line(error)} ({SILENT_LIMIT} {kind} attempts in a row got no "
+                                 "answer: no more are made)") from error
             delay = _retry_delay(name, error, attempt, waited)
             log(f"retry {attempt}/{MAX_ATTEMPTS - 1} for {name} in {delay:.1f}s"
                 f"{' (Retry-After)' if retry_after(error) is not None else ''}: {one_line(error)}")
