@@ -52,6 +52,10 @@ class Stopped(KeyboardInterrupt):
     after that, and an answer arriving after the run stopped waiting for it is dropped, not journaled."""
 
 
+class Silent(Exception):
+    """A request not sent: its kind of call's provider has not answered SILENT_LIMIT attempts in a row."""
+
+
 class Guard:
     """A pool's run-wide state its calls read: the stop (set on an interruption), whether the run still waits
     for the calls running (`late` once it gave up on them), and for each kind of call the attempts with no
@@ -61,20 +65,15 @@ class Guard:
         self.stop, self.late = threading.Event(), threading.Event()
         self.lock, self.silent = threading.Lock(), {}
 
-    def failed(self, kind: str, name: str, error: BaseException) -> bool:
-        """Note a failed attempt of call `name`: one with no answer (a timeout, a failed connection) counts, an
-        answer (an HTTP error) starts over. True once this kind's provider is taken as silent."""
+    def note(self, kind: str, name: str, error: Optional[BaseException], answered: bool) -> None:
+        """Note an attempt of call `name`: one whose request got no answer (a timeout, a failed connection)
+        counts; an HTTP answer, an error's too, starts over; an attempt that sent nothing changes nothing."""
         with self.lock:
-            attempts, names = self.silent.setdefault(kind, [0, set()])
-            if no_answer(error):
-                self.silent[kind] = [attempts + 1, names | {name}]
-            else:
-                self.silent.pop(kind)
-        return self.given_up(kind)
-
-    def answered(self, kind: str) -> None:
-        with self.lock:
-            self.silent.pop(kind, None)
+            if error is not None and no_answer(error):
+                attempts, names = self.silent.get(kind, (0, frozenset()))
+                self.silent[kind] = (attempts + 1, names | {name})
+            elif answered or (error is not None and any(status_of(c) is not None for c in causes(error))):
+                self.silent.pop(kind, None)
 
     def given_up(self, kind: str) -> bool:
         """SILENT_LIMIT attempts in a row got no answer, of two calls or more: not one request's problem."""
@@ -83,20 +82,43 @@ class Guard:
             return attempts >= SILENT_LIMIT and len(names) > 1
 
 
+class Attempt:
+    """One attempt of one call, as its requests see it: its kind, and whether a request got an HTTP answer."""
+
+    def __init__(self, kind: str):
+        self.kind, self.answered = kind, False
+
+
 _guard: "contextvars.ContextVar[Optional[Guard]]" = contextvars.ContextVar("guard", default=None)
+_attempt: "contextvars.ContextVar[Optional[Attempt]]" = contextvars.ContextVar("attempt", default=None)
 
 
-def refuse_if_stopped(*_request: Any) -> None:
-    """Raise Stopped when the run of the calling worker has been stopped. Called before every attempt, and by
-    every model client before every request it sends (an httpx request hook: `client_options()`)."""
+def refuse_if_stopped() -> None:
+    """Raise Stopped when the run of the calling worker has been stopped: before every attempt and request."""
     guard = _guard.get()
     if guard is not None and guard.stop.is_set():
         raise Stopped("stopped: no new call after an interruption")
 
 
+def before_request(*_request: Any) -> None:
+    """Every model client's check before each request it sends (an httpx request hook, `client_options()`):
+    none once the run is stopped (Stopped), none of a kind of call whose provider is taken as silent."""
+    refuse_if_stopped()
+    guard, attempt = _guard.get(), _attempt.get()
+    if guard is not None and attempt is not None and guard.given_up(attempt.kind):
+        raise Silent(f"not sent: {SILENT_LIMIT} {attempt.kind} attempts in a row got no answer")
+
+
+def answered(*_response: Any) -> None:
+    """A request of the current attempt got an HTTP answer (an httpx response hook, `client_options()`)."""
+    attempt = _attempt.get()
+    if attempt is not None:
+        attempt.answered = True
+
+
 def client_options() -> dict:
-    """httpx client arguments for a model client: a request hook that refuses every request after a stop."""
-    return {"event_hooks": {"request": [refuse_if_stopped]}}
+    """httpx client arguments for a model client: before_request and answered as its event hooks."""
+    return {"event_hooks": {"request": [before_request], "response": [answered]}}
 
 
 def _pause(seconds: float) -> None:
@@ -224,35 +246,39 @@ def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None])
     """Call, retrying transient failures with exponential backoff and jitter, within MAX_ATTEMPTS and
     MAX_TOTAL_WAIT seconds of waiting; every retry is logged. A server's Retry-After is waited exactly, and
     gives up at once when it is more than the budget has left. Raises CallFailed when it gives up. In a pool,
-    no attempt starts once the run is stopped (Stopped), nor once SILENT_LIMIT attempts in a row of this kind
-    of call (the name's first part: agent, judge, ladder), of two calls or more, got no answer."""
+    no attempt starts once the run is stopped (Stopped), and no request is sent once SILENT_LIMIT attempts in
+    a row of this kind of call (the name's first part: agent, judge, ladder), of two calls or more, got no
+    answer (Silent, never retried)."""
     guard, kind, waited = _guard.get(), name.split("/", 1)[0], 0.0
     for attempt in range(1, MAX_ATTEMPTS + 1):
         refuse_if_stopped()
-        if guard is not None and guard.given_up(kind):
-            raise CallFailed(f"{name}: not called: {SILENT_LIMIT} {kind} attempts in a row got no answer")
+        this = Attempt(kind)
+        token = _attempt.set(this)
         try:
             value = call()
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as error:  # noqa: BLE001 - any SDK error is classified, then retried or reported
             refuse_if_stopped()  # a client's refusal, however its SDK wrapped it, is the stop
-            silent = guard is not None and guard.failed(kind, name, error)
+            silent = next((c for c in causes(error) if isinstance(c, Silent)), None)
+            if silent is not None:
+                raise CallFailed(f"{name}: {silent}") from error
+            if guard is not None:
+                guard.note(kind, name, error, this.answered)
             if not is_transient(error):
                 raise CallFailed(f"{name}: {one_line(error)}") from error
-            if silent:
-                raise CallFailed(f"{name}: {one_line(error)} ({SILENT_LIMIT} {kind} attempts in a row got no "
-                                 "answer: no more are made)") from error
             delay = _retry_delay(name, error, attempt, waited)
             log(f"retry {attempt}/{MAX_ATTEMPTS - 1} for {name} in {delay:.1f}s"
                 f"{' (Retry-After)' if retry_after(error) is not None else ''}: {one_line(error)}")
             sleep(delay)
             waited += delay
             continue
+        finally:
+            _attempt.reset(token)
         if guard is not None:
             if guard.late.is_set():
                 raise Stopped("answered after the run stopped waiting")
-            guard.answered(kind)
+            guard.note(kind, name, None, this.answered)
         return value
 
 

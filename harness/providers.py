@@ -11,7 +11,8 @@ attempt: google-genai HttpRetryOptions(attempts=1)), google-genai clients with
 `HttpOptions(retry_options=HttpRetryOptions(attempts=1))`, and the judge's `generate` replaced, which drops
 the tenacity retry DeepEval wraps around GeminiModel.generate. Each attempt of every client, Gemini's and
 Ollama's, times out after call_timeout() seconds (DOCS_CALL_TIMEOUT, default 120), and every client refuses to
-send a request once its run is stopped (live_calls.refuse_if_stopped, an httpx request hook).
+send a request once its run is stopped or its provider is taken as silent (live_calls.before_request, an
+httpx request hook).
 A Gemini answer with nothing to use (blocked, no candidates, not the JSON its schema asks for) is raised as
 an UnusableAnswer naming the cause: not transient, so never retried.
 """
@@ -420,22 +421,24 @@ def gemini_chat(name: str):
 
     from langchain_google_genai import ChatGoogleGenerativeAI
 
-    from harness.live_calls import refuse_if_stopped
+    from harness.live_calls import answered, before_request
 
     logging.getLogger("langchain_google_genai.chat_models").addFilter(_not_the_empty_response_warning)
 
-    class GeminiChat(ChatGoogleGenerativeAI):  # its client_args reach its async client too: checked here
+    class GeminiChat(ChatGoogleGenerativeAI):  # its client_args reach its async client too: hooks here
         def _generate(self, *args, **kwargs):
-            refuse_if_stopped()
+            before_request()
             result = super()._generate(*args, **kwargs)
+            answered()
             problem = chat_result_problem(result)
             if problem:
                 raise problem
             return result
 
         async def _agenerate(self, *args, **kwargs):
-            refuse_if_stopped()
+            before_request()
             result = await super()._agenerate(*args, **kwargs)
+            answered()
             problem = chat_result_problem(result)
             if problem:
                 raise problem

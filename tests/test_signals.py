@@ -138,6 +138,7 @@ def test_a_provider_that_never_answers_ends_the_run_by_itself(project, monkeypat
         err = ended(start(project, env, DOCS_CALL_TIMEOUT="1"))
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("evaluate.py: incomplete: "), err
     assert "attempts in a row got no answer" in err
+    assert "/keyword:" not in err  # a ranking that asks no provider is never refused
     # Each kind of call that reaches the silent model (the embedder serves agent runs and the ladder) stops
     # after SILENT_LIMIT calls without an answer, and the calls already running end at their timeout.
     kinds, per_call = 2, live_calls.MAX_ATTEMPTS
