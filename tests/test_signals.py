@@ -194,3 +194,31 @@ def test_a_bad_call_timeout_is_refused_before_any_call(live_project, monkeypatch
     assert evaluate.main(["--live", "--quiet"]) == evaluate.EXIT_BAD_INPUT
     assert capsys.readouterr().err == (f"evaluate.py: {providers.TIMEOUT_VARIABLE} must be a number of seconds above "
                                        f"0 and at most 3600, not soon\n")
+
+
+def test_an_answer_after_the_run_stopped_waiting_is_dropped_not_kept(monkeypatch):
+    """A call still running once the grace after a stop is over is left behind: should its answer come, it is
+    not handed on (so not journaled), as the run has already said what it kept."""
+    monkeypatch.setattr(live_calls, "STOP_GRACE_S", 0.1)
+    pool, outcome, done = Pool(2), [], threading.Event()
+
+    def slow_call():
+        pool.guard.late.wait(HANG_GUARD_S)  # answers only once the run has stopped waiting for it
+        return "answer"
+
+    def left_behind():
+        try:
+            outcome.append(live_calls.with_retries("agent/x", slow_call, lambda line: None))
+        except Stopped:
+            outcome.append("dropped")
+        finally:
+            done.set()
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    pool.submit(left_behind)
+    pool.submit(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pool.run()
+    assert done.wait(HANG_GUARD_S) and outcome == ["dropped"]
