@@ -155,10 +155,9 @@ def test_no_client_sends_a_request_once_its_run_is_stopped(monkeypatch, name, cl
             monkeypatch.setenv(variable, value)
         model = MODELS[name][client]
         make = {"chat": providers.chat_model, "embed": providers.embedder, "judge": providers.judge_model}[client]
-        built = make(model)
-        pool, outcome = Pool(2), []
+        built, outcome = make(model), []
 
-        def running_call():
+        def running_call(pool: Pool):
             while not pool.stopped:  # the run has stopped once its pool says so
                 time.sleep(0.01)
             try:
@@ -167,14 +166,21 @@ def test_no_client_sends_a_request_once_its_run_is_stopped(monkeypatch, name, cl
             except Stopped:
                 outcome.append("refused")
 
-        def interrupted():
-            raise KeyboardInterrupt
-
-        pool.submit(running_call)
-        pool.submit(interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            pool.run()
+        interrupted_beside(running_call)
         assert outcome == ["refused"] and requests.count() == 0
+
+
+def interrupted_beside(task) -> None:
+    """Run `task(pool)` in a pool beside a task that raises Ctrl-C, which stops the pool and surfaces from it."""
+    pool = Pool(2)
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    pool.submit(lambda: task(pool))
+    pool.submit(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pool.run()
 
 
 def ask(model, client: str) -> None:
@@ -200,13 +206,12 @@ def test_an_answer_after_the_run_stopped_waiting_is_dropped_not_kept(monkeypatch
     """A call still running once the grace after a stop is over is left behind: should its answer come, it is
     not handed on (so not journaled), as the run has already said what it kept."""
     monkeypatch.setattr(live_calls, "STOP_GRACE_S", 0.1)
-    pool, outcome, done = Pool(2), [], threading.Event()
+    outcome, done = [], threading.Event()
 
-    def slow_call():
-        pool.guard.late.wait(HANG_GUARD_S)  # answers only once the run has stopped waiting for it
-        return "answer"
-
-    def left_behind():
+    def left_behind(pool: Pool):
+        def slow_call():
+            pool.guard.late.wait(HANG_GUARD_S)  # answers only once the run has stopped waiting for it
+            return "answer"
         try:
             outcome.append(live_calls.with_retries("agent/x", slow_call, lambda line: None))
         except Stopped:
@@ -214,11 +219,5 @@ def test_an_answer_after_the_run_stopped_waiting_is_dropped_not_kept(monkeypatch
         finally:
             done.set()
 
-    def interrupted():
-        raise KeyboardInterrupt
-
-    pool.submit(left_behind)
-    pool.submit(interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        pool.run()
+    interrupted_beside(left_behind)
     assert done.wait(HANG_GUARD_S) and outcome == ["dropped"]
