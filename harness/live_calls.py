@@ -72,7 +72,7 @@ class Guard:
             if error is not None and no_answer(error):
                 attempts, names = self.silent.get(kind, (0, frozenset()))
                 self.silent[kind] = (attempts + 1, names | {name})
-            elif answered or (error is not None and any(status_of(c) is not None for c in causes(error))):
+            elif answered or (error is not None and http_answer(error)):
                 self.silent.pop(kind, None)
 
     def given_up(self, kind: str) -> bool:
@@ -214,14 +214,14 @@ def retry_after(error: BaseException) -> Optional[float]:
     return None
 
 
+def http_answer(error: BaseException) -> bool:
+    """The error carries an HTTP status, anywhere in its chain: the provider answered, if with an error."""
+    return any(status_of(cause) is not None for cause in causes(error))
+
+
 def no_answer(error: BaseException) -> bool:
-    """A timeout or a failed connection: the provider said nothing (an HTTP error, a 429 or 5xx, is an answer)."""
-    if any(status_of(cause) is not None for cause in causes(error)):
-        return False
-    return any(isinstance(cause, (TimeoutError, ConnectionError))
-               or any(name in type(cause).__name__ for name in ("Timeout", "ConnectError", "ConnectionError",
-                                                                "DeadlineExceeded"))
-               for cause in causes(error))
+    """A transient failure with no HTTP answer (a timeout, a failed connection): the provider said nothing."""
+    return is_transient(error) and not http_answer(error)
 
 
 def api_error(error: BaseException) -> Optional[BaseException]:

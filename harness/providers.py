@@ -211,8 +211,8 @@ def gemini_url() -> tuple[str, Optional[str]]:
 def gemini_http_options(timeout_s: Optional[float] = None):
     """google-genai options for one attempt per call: a timeout (default call_timeout()), no retries of
     the SDK's own (attempts=1; leaving retry_options unset would also mean one attempt in google-genai 3.6,
-    but ChatGoogleGenerativeAI sets 6 unless told, and a default may change), and, on the sync client the
-    harness calls, no request once the run is stopped."""
+    but ChatGoogleGenerativeAI sets 6 unless told, and a default may change), and on the sync client the
+    harness calls, the run's request hooks (live_calls.client_options: none sent once it is stopped)."""
     from google.genai import types
 
     from harness.live_calls import client_options
