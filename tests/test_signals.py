@@ -1,0 +1,223 @@
+"""Stopping a live run, and a provider that never answers. After Ctrl-C or SIGTERM no request (a retry
+included) is sent and the run ends within seconds, keeping what it paid for; a provider that never answers
+ends the run by itself. The real clients (Gemini's and Ollama's: chat, embeddings, DeepEval's judge) run in a
+child `evaluate.py --live` against a stand-in on 127.0.0.1 whose chosen models read each request and never
+answer it. Every wait here is on an event (a request arriving, the child exiting); the bounds are hang guards."""
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import pytest
+
+import evaluate
+from harness import live_calls, providers
+from harness.live_calls import Pool, Stopped
+from standins import gemini as gemini_standin
+from standins import ollama as ollama_standin
+
+MODELS = {"gemini": {"chat": "gemini-standin-chat", "embed": "gemini-standin-embed", "judge": "gemini-standin-judge"},
+          "ollama": {"chat": "standin-chat", "embed": "standin-embed", "judge": "standin-judge"}}
+VARIABLES = {"chat": "DOCS_MODEL", "embed": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
+HANG_GUARD_S = 240  # only against a hang: a run that works ends long before, on any machine
+
+
+class Requests:
+    """The model requests (POSTs) a stand-in received, counted as they arrive; those of the `silent` models
+    are read and held unanswered until the stand-in stops."""
+
+    def __init__(self, silent: set[str]):
+        self.silent, self.arrived, self.held = silent, 0, 0
+        self.lock, self.first_held, self.released = threading.Lock(), threading.Event(), threading.Event()
+
+    def count(self) -> int:
+        with self.lock:
+            return self.arrived
+
+    def take(self, model: str) -> bool:
+        """Count a request; True when it is to be held (then it returns only once the stand-in stops)."""
+        with self.lock:
+            self.arrived += 1
+            if model not in self.silent:
+                return False
+            self.held += 1
+        self.first_held.set()
+        self.released.wait()
+        return True
+
+
+def counting(do_post):
+    """A stand-in handler's do_POST that counts every request and holds those of silent models."""
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        found = re.search(r"/models/([^/:]+):", self.path)  # Gemini names the model in the path, Ollama in the body
+        model = found.group(1) if found else json.loads(body or b"{}").get("model", "")
+        if self.server.standin.counted.take(model):
+            self.close_connection = True
+            return
+        self.rfile = io.BytesIO(body)
+        do_post(self)
+    return do_POST
+
+
+@contextmanager
+def provider(name: str, silent: tuple[str, ...], monkeypatch) -> Iterator[tuple[Requests, dict]]:
+    """A stand-in Gemini or Ollama server whose `silent` clients (chat, embed, judge) never get an answer, and
+    the environment that points `evaluate.py --live` at it."""
+    module = gemini_standin if name == "gemini" else ollama_standin
+    monkeypatch.setattr(module.Handler, "do_POST", counting(module.Handler.do_POST))
+    requests = Requests({MODELS[name][client] for client in silent})
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DOCS_", "OLLAMA_", "GOOGLE_", "GEMINI_"))}
+    env.update({VARIABLES[client]: model for client, model in MODELS[name].items()},
+               NO_PROXY="127.0.0.1,localhost", DEEPEVAL_TELEMETRY_OPT_OUT="1")
+    with module.serve() as standin:
+        standin.counted = requests
+        env.update({"GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url} if name == "gemini"
+                   else {"OLLAMA_HOST": standin.url})
+        try:
+            yield requests, env
+        finally:
+            requests.released.set()
+
+
+def start(project, env: dict, *args: str, **more: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "evaluate.py", "--live", "--quiet", *args], cwd=project,
+                            env={**env, **more}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def ended(child: subprocess.Popen) -> str:
+    """The child's stderr once it has exited by itself (killed, and the test failed, if it hangs)."""
+    try:
+        return child.communicate(timeout=HANG_GUARD_S)[1]
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail(f"still running {HANG_GUARD_S} s later")
+
+
+def journaled(project) -> int:
+    """The entries of the run's journal (recordings/.NAME.partial.jsonl: a header line, then one per entry)."""
+    journals = list((project / "recordings").glob(".*.partial.jsonl"))
+    assert len(journals) == 1, journals
+    return len(journals[0].read_text().splitlines()) - 1
+
+
+@pytest.mark.parametrize("name", ["gemini", "ollama"])
+def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(project, monkeypatch, name):
+    # The judge never answers: the first case's trace is paid for, then its first judge call waits. Its
+    # timeout (4 s) comes after the signal, where a retry would follow; one call at a time, so no other is
+    # on its way when the signal is sent.
+    with provider(name, ("judge",), monkeypatch) as (requests, env):
+        child = start(project, env, "--concurrency", "1", DOCS_CALL_TIMEOUT="4")
+        if not requests.first_held.wait(HANG_GUARD_S):
+            child.kill()
+            pytest.fail(f"no judge request in {HANG_GUARD_S} s: {child.communicate()[1]}")
+        before = requests.count()
+        child.send_signal(signal.SIGTERM)
+        err = ended(child)
+        assert requests.count() == before, err  # nothing sent after the signal, a retry included
+    assert child.returncode == evaluate.EXIT_TERMINATED and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("evaluate.py: terminated: ") and last.endswith("; run --live again to finish"), err
+    said = int(last.split("terminated: ")[1].split()[0])
+    assert said == journaled(project) > 0  # what it paid for is kept, and said
+
+
+@pytest.mark.parametrize("silent", ["chat", "embed", "judge"])
+@pytest.mark.parametrize("name", ["gemini", "ollama"])
+def test_a_provider_that_never_answers_ends_the_run_by_itself(project, monkeypatch, name, silent):
+    with provider(name, (silent,), monkeypatch) as (requests, env):
+        err = ended(start(project, env, DOCS_CALL_TIMEOUT="1"))
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("evaluate.py: incomplete: "), err
+    assert "attempts in a row got no answer" in err
+    assert "/keyword:" not in err  # a ranking that asks no provider is never refused
+    # Each kind of call that reaches the silent model (the embedder serves agent runs and the ladder) stops
+    # after SILENT_LIMIT calls without an answer, and the calls already running end at their timeout.
+    kinds, per_call = 2, live_calls.MAX_ATTEMPTS
+    assert 0 < requests.held <= kinds * (live_calls.SILENT_LIMIT + live_calls.DEFAULT_CONCURRENCY) * per_call
+
+
+@pytest.mark.parametrize("client", ["chat", "embed", "judge"])
+@pytest.mark.parametrize("name", ["gemini", "ollama"])
+def test_no_client_sends_a_request_once_its_run_is_stopped(monkeypatch, name, client):
+    """A call already running when the run stops (an agent between two model calls, a metric between two
+    judge questions) sends nothing more: its client refuses the request."""
+    with provider(name, (), monkeypatch) as (requests, env):
+        for variable, value in env.items():
+            monkeypatch.setenv(variable, value)
+        model = MODELS[name][client]
+        make = {"chat": providers.chat_model, "embed": providers.embedder, "judge": providers.judge_model}[client]
+        built, outcome = make(model), []
+
+        def running_call(pool: Pool):
+            while not pool.stopped:  # the run has stopped once its pool says so
+                time.sleep(0.01)
+            try:
+                ask(built, client)
+                outcome.append("sent")
+            except Stopped:
+                outcome.append("refused")
+
+        interrupted_beside(running_call)
+        assert outcome == ["refused"] and requests.count() == 0
+
+
+def interrupted_beside(task) -> None:
+    """Run `task(pool)` in a pool beside a task that raises Ctrl-C, which stops the pool and surfaces from it."""
+    pool = Pool(2)
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    pool.submit(lambda: task(pool))
+    pool.submit(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pool.run()
+
+
+def ask(model, client: str) -> None:
+    """One request of a client, as the harness makes it."""
+    if client == "chat":
+        model.invoke("Where does tracker keep its data?")
+    elif client == "embed":
+        model.embed_query("Where does tracker keep its data?")
+    else:
+        from deepeval.metrics.faithfulness.schema import Truths
+
+        model.generate("List the truths.\n\nText:\nTracker keeps its data in a folder.\n\nJSON:\n", schema=Truths)
+
+
+def test_a_bad_call_timeout_is_refused_before_any_call(live_project, monkeypatch, capsys):
+    monkeypatch.setenv(providers.TIMEOUT_VARIABLE, "soon")
+    assert evaluate.main(["--live", "--quiet"]) == evaluate.EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (f"evaluate.py: {providers.TIMEOUT_VARIABLE} must be a number of seconds above "
+                                       f"0 and at most 3600, not soon\n")
+
+
+def test_an_answer_after_the_run_stopped_waiting_is_dropped_not_kept(monkeypatch):
+    """A call still running once the grace after a stop is over is left behind: should its answer come, it is
+    not handed on (so not journaled), as the run has already said what it kept."""
+    monkeypatch.setattr(live_calls, "STOP_GRACE_S", 0.1)
+    outcome, done = [], threading.Event()
+
+    def left_behind(pool: Pool):
+        def slow_call():
+            pool.guard.late.wait(HANG_GUARD_S)  # answers only once the run has stopped waiting for it
+            return "answer"
+        try:
+            outcome.append(live_calls.with_retries("agent/x", slow_call, lambda line: None))
+        except Stopped:
+            outcome.append("dropped")
+        finally:
+            done.set()
+
+    interrupted_beside(left_behind)
+    assert done.wait(HANG_GUARD_S) and outcome == ["dropped"]
