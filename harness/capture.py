@@ -1,6 +1,7 @@
 """Run any agent once and keep what it did: each tool call with its arguments, each tool's output as the
 agent saw it, the Documents a tool returned as its artifact or its retrievers returned through the
 callbacks, the answer and the token counts. Reading those as pages is harness/trace.py's job, at scoring time."""
+import json
 import threading
 from typing import Any, Optional
 
@@ -10,10 +11,12 @@ class AgentOutputError(Exception):
 
 
 def page_of(document) -> dict:
-    """A Document as recorded: its id (Document.id, else metadata id, else source) and its text."""
+    """A Document as recorded: its id (Document.id, else metadata id, else source), its text and its metadata
+    as JSON (what a retriever's `page` rule reads)."""
     meta = getattr(document, "metadata", None) or {}
     found = getattr(document, "id", None) or meta.get("id") or meta.get("source")
-    return {"id": None if found is None else str(found), "text": str(getattr(document, "page_content", ""))}
+    page = {"id": None if found is None else str(found), "text": str(getattr(document, "page_content", ""))}
+    return {**page, "metadata": json.loads(json.dumps(meta, default=str))} if meta else page
 
 
 def recorder():

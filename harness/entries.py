@@ -48,7 +48,7 @@ class Inputs:
         self.by_id = {p["id"]: p for p in self.pages}
         self.page_ids = set(self.by_id)
         wanted = loaded.described.wanted
-        roles = {name: vars(role) for name, role in sorted(self.roles.items())}
+        roles = {name: role.keyed() for name, role in sorted(self.roles.items())}
         self.common = {"agent code": self.project.sources_sha(), "tools": sha([loaded.described.tools, roles]),
                        "model": model, **versioned("model code", model)}
         if "embeddings" in wanted:

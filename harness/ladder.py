@@ -21,6 +21,7 @@ import math
 from functools import cache, cmp_to_key
 from typing import Callable, Optional
 
+from harness import trace as traces
 from harness.entries import Inputs, sha, versioned
 from harness.live_calls import locked_once
 from harness.stages import documents, retrieval_scores
@@ -228,14 +229,25 @@ def project_ranker(inputs: Inputs) -> Callable[[str], object]:
 
 
 def project_ranking(ranker: Callable[[str], object], question: str, inputs: Inputs) -> list[str]:
-    """The project's ranking of every page for the question, checked: a list of the project's page ids."""
-    ranking = ranker(question)
-    if not isinstance(ranking, (list, tuple)) or not all(isinstance(p, str) for p in ranking):
+    """The project's ranking of every page for the question, checked: a list of the project's page ids. A
+    ranking of chunks (their ids, or Documents) is read by the retrievers' page rule, each page where its
+    first chunk is."""
+    from harness.capture import page_of
+
+    ranking, rule = ranker(question), inputs.project.page_rule()
+    if not isinstance(ranking, (list, tuple)) or not all(isinstance(p, str) or hasattr(p, "page_content")
+                                                         for p in ranking):
         raise ValueError(f"{inputs.project.rank} returned {type(ranking).__name__}, not a list of page ids")
-    unknown = [p for p in ranking if p not in inputs.page_ids]
+    items = [{"id": p, "text": ""} if isinstance(p, str) else page_of(p) for p in ranking]
+    try:
+        ranked = [traces.item_page(i, rule, inputs.project.rank) if rule else i["id"] for i in items]
+    except traces.Unreadable as e:
+        raise ValueError(str(e)) from None
+    unknown = [p for p in ranked if p not in inputs.page_ids]
     if unknown:
-        raise ValueError(f"{inputs.project.rank} ranked page {unknown[0]!r}, which is not in the pages")
-    return list(ranking)
+        raise ValueError(f"{inputs.project.rank} ranked page {unknown[0]!r}, which is not in the pages"
+                         + (f" (read by {traces.rule_of(rule)})" if rule else ""))
+    return documents(ranked)
 
 
 def indexed_text(page: dict) -> str:

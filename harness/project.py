@@ -20,7 +20,7 @@ from harness.dataset import InputError, read
 CONFIG = "evals.toml"
 ROLES = ("retriever", "lookup")
 TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools")
-TOOL_KEYS = {"retriever": ("role", "ids"), "lookup": ("role", "records", "key")}
+TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key")}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
@@ -34,6 +34,13 @@ class ToolRole:
     records: Optional[str] = None
     key: Optional[str] = None
     ids: Optional[str] = None
+    page: Optional[str] = None  # a retriever of chunks: the dotted path to each chunk's page
+    page_pattern: Optional[str] = None  # ... or a regular expression over each chunk's id
+
+    def keyed(self) -> dict:
+        """The role as a trace's key holds it: without the page rule, which says how a trace is read, not
+        what the agent did (declaring one re-reads the recorded traces, re-pays none)."""
+        return {k: v for k, v in vars(self).items() if k not in ("page", "page_pattern")}
 
 
 @dataclass
@@ -85,6 +92,11 @@ class Project:
 
     def retrievers(self) -> list[str]:
         return [name for name, r in self.roles.items() if r.role == "retriever"]
+
+    def page_rule(self) -> Optional[ToolRole]:
+        """The first retriever that maps chunks to pages (`page` or `page_pattern`): how the ladder reads a
+        rank function that ranks chunks."""
+        return next((r for r in self.roles.values() if r.role == "retriever" and (r.page or r.page_pattern)), None)
 
 
 # Written by the harness, at the top of the project: a glob never matches a file in them.
@@ -238,14 +250,38 @@ def tool_role(name: str, table: dict) -> ToolRole:
             expect(table[key], str, f"{at}.{key}", "a string")
         relative_path(table["records"], f"{at}.records")
         return ToolRole(name, role, records=table["records"], key=table["key"])
-    ids = table.get("ids")
-    if ids is not None:
-        expect(ids, str, f"{at}.ids", "a Python regular expression")
-        try:
-            re.compile(ids)
-        except re.error as e:
-            raise fail(f"{at}.ids", f"not a regular expression: {e}") from None
-    return ToolRole(name, role, ids=ids)
+    ids, pattern = pattern_of(table, f"{at}.ids"), pattern_of(table, f"{at}.page_pattern")
+    return ToolRole(name, role, ids=ids, page=page_path(table, at), page_pattern=pattern)
+
+
+def pattern_of(table: dict, key: str) -> Optional[str]:
+    """The regular expression a tool's key names, checked, or None."""
+    value = table.get(key.rsplit(".", 1)[1])
+    if value is None:
+        return None
+    expect(value, str, key, "a Python regular expression")
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise fail(key, f"not a regular expression: {e}") from None
+    return value
+
+
+DOTTED = re.compile(r"^[\w-]+(?:\.[\w-]+)*$")
+
+
+def page_path(table: dict, at: str) -> Optional[str]:
+    """A retriever's `page`: the dotted path to a chunk's page (`metadata.source`), never with page_pattern."""
+    value = table.get("page")
+    if value is None:
+        return None
+    if "page_pattern" in table:
+        raise fail(f"{at}.page", "set with page_pattern: a chunk's page is read by one rule, keep one of them")
+    expect(value, str, f"{at}.page", 'a dotted path such as "metadata.source"')
+    if not DOTTED.match(value):
+        raise fail(f"{at}.page", f"{value!r} is not a dotted path such as \"metadata.source\" (for a regular "
+                   "expression over the chunk's id, use page_pattern)")
+    return value
 
 
 # ---- the corpus and the records --------------------------------------------------------------------------

@@ -4,12 +4,17 @@ agent read (the judge's context), and whether it searched. Pure: no I/O, no mode
 A retriever call's pages, ranked, come from the first of: the Documents of its ToolMessage artifact, the
 Documents its retrievers returned through the callbacks, its output as a JSON list of objects with an `id`,
 or the `ids` regular expression evals.toml declares for it (one id per match, its first group; the output
-split at the matches gives each page its text). A call none
-of these can read, or a page id that is not in the corpus, raises Unreadable naming the tool and its output.
+split at the matches gives each page its text). A retriever of chunks declares how a chunk names its page
+(`page`, a dotted path into the item, or `page_pattern`, a regular expression over its id): its searches rank
+pages, its context keeps the chunks. A call none of these can read, or a page id that is not in the corpus,
+raises Unreadable naming the tool and its output.
 """
 import json
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from harness.project import ToolRole
 
 from harness.json_text import loads
 
@@ -33,7 +38,7 @@ def json_pages(content: str) -> Optional[list[dict]]:
         return None
     if not isinstance(found, list) or not all(isinstance(p, dict) and "id" in p for p in found):
         return None
-    return [{"id": str(p["id"]), "text": listed_text(p), "listed": True} for p in found]
+    return [{"id": str(p["id"]), "text": listed_text(p), "listed": True, "item": p} for p in found]
 
 
 def listed_text(page: dict) -> str:
@@ -82,12 +87,13 @@ def line_end(content: str, at: int) -> int:
     return len(content) if end < 0 else end
 
 
-def pages_of(output: dict, ids: Optional[str], corpus: set[str]) -> list[dict]:
-    """One retriever call's pages, ranked: [{"id", "text"}], by the order of sources in the module docstring."""
-    tool, content = output["tool"], output.get("content", "")
+def pages_of(output: dict, role: "ToolRole", corpus: set[str]) -> list[dict]:
+    """One retriever call's items, ranked: [{"id", "text", "page"}] (`page` the page an item belongs to, its id
+    unless the tool declares a page rule), by the order of sources in the module docstring."""
+    tool, content, ids = output["tool"], output.get("content", ""), role.ids
     for source in ("artifact", "callbacks"):
         found = output.get(source)
-        if found and all(p.get("id") for p in found):
+        if found and all(p.get("id") or role.page for p in found):
             pages = found
             break
     else:
@@ -98,15 +104,55 @@ def pages_of(output: dict, ids: Optional[str], corpus: set[str]) -> list[dict]:
             raise Unreadable(f"{tool} returned {shown_output(content)}, which the harness cannot read as pages: no "
                              "Document artifact, no retriever callback, not a JSON list of objects with an id, and "
                              f"no ids pattern under [tools.{tool}] in evals.toml")
-    unknown = [p["id"] for p in pages if p["id"] not in corpus]
-    if unknown:
-        raise Unreadable(f"{tool} returned page {unknown[0]!r}, which is not in the project's pages "
+    pages = [{**p, "page": item_page(p, role, tool)} for p in pages]
+    unknown = next((p for p in pages if p["page"] not in corpus), None)
+    if unknown is not None:
+        named = f"page {unknown['page']!r}" if unknown["page"] == unknown["id"] else \
+            f"chunk {unknown['id']!r} of page {unknown['page']!r} (by {rule_of(role)})"
+        raise Unreadable(f"{tool} returned {named}, which is not in the project's pages "
                          f"({len(corpus)} pages); it returned {shown_output(content)}")
     return pages
 
 
+def rule_of(role: "ToolRole") -> str:
+    rule = f"page = {role.page!r}" if role.page else f"page_pattern = {role.page_pattern!r}"
+    return f"{rule} under [tools.{role.name}] in evals.toml"
+
+
+def item_page(item: dict, role: "ToolRole", tool: str) -> str:
+    """The page a retriever's item (a chunk) belongs to, by its tool's page rule: `page_pattern`'s first group
+    (else its whole match) in the item's id, the id itself when it does not match (a whole page); or the
+    value at the dotted path `page` of the item; the id when the tool declares no rule."""
+    if role.page_pattern:
+        found = re.search(role.page_pattern, item["id"] or "")
+        page = found and (found.group(1) if found.groups() else found.group(0))
+        return page or item["id"]
+    if role.page:
+        return str(at_path(item, role, tool))
+    return item["id"]
+
+
+def at_path(item: dict, role: "ToolRole", tool: str) -> Any:
+    """The value at the dotted path `role.page` in an item: a JSON object the tool listed, or a Document as
+    recorded (`id`, `page_content`, `metadata`)."""
+    value: Any = item.get("item") or {"id": item["id"], "page_content": item["text"],
+                                      "metadata": item.get("metadata", {})}
+    for part in role.page.split("."):
+        if not isinstance(value, dict) or part not in value:
+            unrecorded = role.page.startswith("metadata.") and "item" not in item and "metadata" not in item
+            raise Unreadable(f"{tool} returned an item with nothing at {role.page!r} ({rule_of(role)})"
+                             + ("; its recording holds no metadata: record it again with --live" if unrecorded
+                                else f": item {shown_output(json.dumps(item.get('item') or item))}"))
+        value = value[part]
+    if not isinstance(value, (str, int)) or isinstance(value, bool):
+        raise Unreadable(f"{tool} returned an item whose {role.page!r} is {shown_output(json.dumps(value))}, "
+                         f"not a page id ({rule_of(role)})")
+    return value
+
+
 def read(trace: dict, roles: dict, corpus: set[str]) -> dict:
-    """What the trace did, by role: `searches` (ranked page ids per retriever call), `retrieved` (all of them,
+    """What the trace did, by role: `searches` (per retriever call, the page of each item it returned, in its
+    order: two chunks of one page name it twice, and scoring counts it once), `retrieved` (all of them,
     in order), `searched` (any retriever called), `looked_up` (tool, key) pairs and the judge's `context`.
     `roles` maps a tool's name to its evals.toml role (harness.project.ToolRole)."""
     searches, context = [], []
@@ -115,8 +161,8 @@ def read(trace: dict, roles: dict, corpus: set[str]) -> dict:
         if role is None or role.role != "retriever":
             context.append(output.get("content", ""))
             continue
-        pages = pages_of(output, role.ids, corpus)
-        searches.append([p["id"] for p in pages])
+        pages = pages_of(output, role, corpus)
+        searches.append([p["page"] for p in pages])
         context += seen_text(output.get("content", ""), pages)
     calls = trace["tool_calls"]
     retrievers = {name for name, r in roles.items() if r.role == "retriever"}
@@ -134,4 +180,5 @@ def seen_text(content: str, pages: list[dict]) -> list[str]:
     whole = all(p["text"] is not None and (p.get("listed") or p["text"].strip() in content) for p in pages)
     if not pages or not whole:
         return [content] if content.strip() else []
-    return [f"[{p['id']}] {p['text']}" if p["id"] in content and not p.get("split") else p["text"] for p in pages]
+    return [f"[{p['id']}] {p['text']}" if p["id"] and p["id"] in content and not p.get("split") else p["text"]
+            for p in pages]
