@@ -1,0 +1,224 @@
+"""Documents, not chunks: a retriever that returns chunks declares how a chunk names its page (`page`, a
+dotted path into the item, or `page_pattern`, a regular expression over its id), and retrieval is scored on
+pages while the judge reads the chunks. End to end on a project of the tests' own (`init`, then a kettle
+manual whose search splits every page into sentence chunks), and the rule alone on recorded traces."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import evaluate
+from conftest import OFFLINE, offline_inputs, refusal
+from harness.project import ToolRole
+from harness.trace import Unreadable, read
+
+# A search that ranks sentence chunks by the question's words (the best three that share two or more); `ID` and `EXTRA` say how a chunk is named.
+AGENT = '''import re
+from typing import Optional
+
+ID = {chunk_id!r}  # the chunk's Document.id, from its page's id and its number
+EXTRA = {extra!r}  # metadata every chunk carries beside its page's
+
+
+def chunks_of(page) -> list:
+    from langchain_core.documents import Document
+
+    parts = re.split(r"(?<=\\.)\\s+(?=[A-Z])", page.page_content.strip())
+    return [Document(page_content=part, id=ID.format(page=page.id, n=n),
+                     metadata={{"source": page.id, **EXTRA}}) for n, part in enumerate(parts)]
+
+
+def build(model, pages: list, records: dict, given_pages: Optional[list] = None):
+    from langchain.agents import create_agent
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.tools import create_retriever_tool
+
+    chunks = [c for p in pages for c in chunks_of(p)]
+
+    class Chunks(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            if given_pages is not None:
+                return list(given_pages)
+            asked = set(re.findall(r"\\w+", query.lower()))
+            score = lambda c: -len(asked & set(re.findall(r"\\w+", c.page_content.lower())))
+            return [c for c in sorted(chunks, key=score) if score(c) < -1][:3]
+
+    search = create_retriever_tool(Chunks(), "search_manual", "Search the Zephyr kettle manual.",
+                                   response_format="content_and_artifact")
+    return create_agent(model, tools=[search], system_prompt="You answer questions about the Zephyr kettle.")
+'''
+
+EVALS_TOML = '''agent = "agent:build"
+cases = "cases.json"
+pages = "manual/*.md"
+k = 2
+
+[tools.search_manual]
+role = "retriever"
+{rule}
+'''
+
+MANUAL = {
+    "manual/setup.md": "# Setting up\n\nFill the Zephyr kettle to the MAX line before the first boil. "
+                       "Descale the Zephyr kettle every month with citric acid.\n",
+    "manual/warranty.md": "# Warranty\n\nEvery kettle has a two year warranty.\n",
+    "manual/lid.md": "# The lid\n\nPress the button on the handle to open the lid.\n",
+}
+
+CASES = {"name": "zephyr", "version": 1, "cases": [
+    # Two chunks of setup.md outrank warranty.md's: counted once, warranty.md is the second page within k = 2.
+    {"id": "fill-and-warranty", "question": "How do I fill and descale the Zephyr kettle, and its warranty?",
+     "expected_docs": ["manual/setup.md", "manual/warranty.md"], "expected_tools": ["search_manual"],
+     "reference": "Fill to the MAX line, descale monthly with citric acid; a two year warranty."},
+    # Its words find setup.md's chunks, not lid.md: retrieval fails and the counterfactual hands it lid.md.
+    {"id": "lid", "question": "What should I fill the Zephyr kettle with before the first boil?",
+     "expected_docs": ["manual/lid.md"], "expected_tools": ["search_manual"],
+     "reference": "Press the button on the handle."},
+]}
+
+RULES = {  # the way the agent names its chunks, and the rule in evals.toml that maps them to pages
+    "ids": ("{page}#{n}", {}, "page_pattern = '^(.*)#\\d+$'"),
+    "metadata": ("chunk-{n}-of-{page}", {"kind": "chunk"}, 'page = "metadata.source"'),
+}
+RUN = "zephyr+rules+hash+lexical"
+
+
+def chunked_project(folder: Path, naming: str) -> Path:
+    """`init` a project, then make it a kettle manual searched in chunks named as `naming` says."""
+    assert evaluate.main(["init", str(folder)]) == 0
+    shutil.rmtree(folder / "pages")
+    (folder / "orders.json").unlink()
+    chunk_id, extra, rule = RULES[naming]
+    files = {"agent.py": AGENT.format(chunk_id=chunk_id, extra=extra), "evals.toml": EVALS_TOML.format(rule=rule),
+             "cases.json": json.dumps(CASES), **MANUAL}
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.fixture(params=sorted(RULES))
+def kettle(request, tmp_path, monkeypatch) -> Path:
+    """The chunked project, recorded live with the offline backends, then replayed."""
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    folder = chunked_project(tmp_path / "kettle", request.param)
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet", "--split", "all"]) == 0
+    for name in OFFLINE:
+        monkeypatch.delenv(name)
+    assert evaluate.main(["--project", str(folder), "--quiet", "--split", "all"]) == 0
+    return folder
+
+
+def rows(folder: Path) -> dict:
+    found = json.loads((folder / "runs" / f"{RUN}.all.json").read_text())
+    return {r["id"]: r for r in found["rows"]}
+
+
+def recorded_view(folder: Path, case: str) -> tuple[dict, dict]:
+    """A case's recorded trace, and that trace read by role as the scoring reads it."""
+    trace = json.loads((folder / "recordings" / f"{RUN}.json").read_text())["entries"][f"agent/{case}"]["value"]
+    return trace, offline_inputs(folder).view(trace)
+
+
+def test_two_chunks_of_one_page_in_one_search_score_the_page_once(kettle):
+    row = rows(kettle)["fill-and-warranty"]
+    assert row["retrieved"][:2] == ["manual/setup.md", "manual/setup.md"]  # the search's chunks, by page
+    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
+
+
+def test_the_judge_reads_each_chunk_as_the_agent_saw_it(kettle):
+    trace, view = recorded_view(kettle, "fill-and-warranty")
+    chunks = trace["tool_outputs"][0]["artifact"]
+    assert len(chunks) == 3 and view["context"] == [c["text"] for c in chunks]
+    assert view["context"][1:] == ["Descale the Zephyr kettle every month with citric acid.",
+                                   "# Warranty\n\nEvery kettle has a two year warranty."]
+
+
+def test_a_retrieval_failure_of_a_chunked_agent_gets_its_counterfactual(kettle):
+    row = rows(kettle)["lid"]
+    assert row["first_failure"] == "retrieval" and row["retrieval"]["missed"] == ["manual/lid.md"]
+    assert row["counterfactual"]["first_failure"] not in (None, "retrieval", "error") or row["counterfactual"]["fixed"]
+
+
+def test_without_its_page_rule_a_chunked_search_is_an_error_naming_the_chunk(tmp_path, monkeypatch):
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    folder = chunked_project(tmp_path / "kettle", "ids")
+    config = folder / "evals.toml"
+    config.write_text(config.read_text().replace("page_pattern = '^(.*)#\\d+$'", ""))
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet", "--split", "all"]) == 3  # incomplete: cases errored
+    assert "search_manual returned page 'manual/setup.md#0', which is not in the project's pages" in \
+        rows(folder)["fill-and-warranty"]["error"]
+
+
+# ---- the rule alone, on a recorded trace ------------------------------------------------------------------
+
+CORPUS = {"manual/setup.md", "manual/lid.md"}
+
+
+def searches(items: list[dict], content: str = "", **rule: str) -> list[list[str]]:
+    trace = {"tool_calls": [{"name": "search", "args": {"query": "q"}}],
+             "tool_outputs": [{"tool": "search", "content": content, "artifact": items}]}
+    return read(trace, {"search": ToolRole("search", "retriever", **rule)}, CORPUS)["searches"]
+
+
+def test_a_page_pattern_maps_each_chunk_id_to_its_first_group():
+    items = [{"id": "manual/setup.md#2", "text": "a"}, {"id": "manual/lid.md#0", "text": "b"}]
+    assert searches(items, page_pattern=r"^(.*)#\d+$") == [["manual/setup.md", "manual/lid.md"]]
+
+
+def test_an_id_the_page_pattern_does_not_match_is_a_whole_page():
+    items = [{"id": "manual/setup.md", "text": "a"}, {"id": "manual/lid.md#0", "text": "b"}]
+    assert searches(items, page_pattern=r"^(.*)#\d+$") == [["manual/setup.md", "manual/lid.md"]]
+
+
+def test_a_page_path_reads_the_chunks_metadata():
+    items = [{"id": "9f1c", "text": "a", "metadata": {"source": "manual/lid.md", "start": 0}}]
+    assert searches(items, page="metadata.source") == [["manual/lid.md"]]
+
+
+def test_a_page_path_reads_a_json_listed_item():
+    trace = {"tool_calls": [{"name": "search", "args": {}}], "tool_outputs": [
+        {"tool": "search", "content": json.dumps([{"id": "c1", "text": "a", "doc": {"path": "manual/lid.md"}}])}]}
+    role = {"search": ToolRole("search", "retriever", page="doc.path")}
+    assert read(trace, role, CORPUS)["searches"] == [["manual/lid.md"]]
+
+
+def test_a_chunk_of_an_unknown_page_is_an_error_naming_the_chunk_its_page_and_the_rule():
+    with pytest.raises(Unreadable) as caught:
+        searches([{"id": "manual/gone.md#1", "text": "a"}], page_pattern=r"^(.*)#\d+$")
+    assert str(caught.value).startswith("search returned chunk 'manual/gone.md#1' of page 'manual/gone.md' (by "
+                                        "page_pattern = '^(.*)#\\\\d+$' under [tools.search] in evals.toml), which "
+                                        "is not in the project's pages (2 pages)")
+
+
+def test_a_chunk_recorded_without_the_metadata_its_rule_names_says_to_record_it_again():
+    with pytest.raises(Unreadable, match=r"nothing at 'metadata\.source' .*record it again with --live"):
+        searches([{"id": "9f1c", "text": "a"}], page="metadata.source")
+
+
+# ---- a bad rule: one line naming evals.toml and the field ---------------------------------------------------
+
+@pytest.mark.parametrize("rule, message", [
+    ("page = 'metadata..source'", "evals.toml: tools.search_manual.page: 'metadata..source' is not a dotted path"),
+    ("page = '^(.*)#\\d+$'", "evals.toml: tools.search_manual.page: '^(.*)#\\\\d+$' is not a dotted path"),
+    ("page = 3", "evals.toml: tools.search_manual.page: expected a dotted path"),
+    ("page_pattern = '(unclosed'", "evals.toml: tools.search_manual.page_pattern: not a regular expression"),
+    ("page = 'metadata.source'\npage_pattern = '^(.*)#'", "evals.toml: tools.search_manual.page: set with "
+                                                           "page_pattern"),
+])
+def test_a_bad_page_rule_is_refused_in_one_line(tmp_path, rule, message):
+    folder = chunked_project(tmp_path / "kettle", "ids")
+    (folder / "evals.toml").write_text(EVALS_TOML.format(rule=rule))
+    assert refusal(folder).startswith(message)
+
+
+def test_a_bad_page_rule_exits_2_and_writes_nothing(tmp_path, capsys):
+    folder = chunked_project(tmp_path / "kettle", "ids")
+    (folder / "evals.toml").write_text(EVALS_TOML.format(rule="page = 'metadata/source'"))
+    assert evaluate.main(["--project", str(folder), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "evals.toml: tools.search_manual.page:" in err
+    assert not (folder / "runs").exists() and not (folder / "recordings").exists()
