@@ -29,20 +29,24 @@ def chunks_of(page) -> list:
                      metadata={{"source": page.id, **EXTRA}}) for n, part in enumerate(parts)]
 
 
+def rank(question: str, pages: list) -> list:
+    """Every chunk, best first: the search's ranking, for the retrieval ladder."""
+    asked = set(re.findall(r"\\w+", question.lower()))
+    score = lambda c: -len(asked & set(re.findall(r"\\w+", c.page_content.lower())))
+    return sorted([c for p in pages for c in chunks_of(p)], key=score)
+
+
 def build(model, pages: list, records: dict, given_pages: Optional[list] = None):
     from langchain.agents import create_agent
     from langchain_core.retrievers import BaseRetriever
     from langchain_core.tools import create_retriever_tool
-
-    chunks = [c for p in pages for c in chunks_of(p)]
 
     class Chunks(BaseRetriever):
         def _get_relevant_documents(self, query, *, run_manager=None):
             if given_pages is not None:
                 return list(given_pages)
             asked = set(re.findall(r"\\w+", query.lower()))
-            score = lambda c: -len(asked & set(re.findall(r"\\w+", c.page_content.lower())))
-            return [c for c in sorted(chunks, key=score) if score(c) < -1][:3]
+            return [c for c in rank(query, pages) if len(asked & set(re.findall(r"\\w+", c.page_content.lower()))) > 1][:3]
 
     search = create_retriever_tool(Chunks(), "search_manual", "Search the Zephyr kettle manual.",
                                    response_format="content_and_artifact")
@@ -50,6 +54,7 @@ def build(model, pages: list, records: dict, given_pages: Optional[list] = None)
 '''
 
 EVALS_TOML = '''agent = "agent:build"
+rank = "agent:rank"
 cases = "cases.json"
 pages = "manual/*.md"
 k = 2
@@ -128,6 +133,12 @@ def test_two_chunks_of_one_page_in_one_search_score_the_page_once(kettle):
     assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
 
 
+def test_the_ladder_ranks_the_pages_of_a_rank_function_that_ranks_chunks(kettle):
+    ladder = rows(kettle)["fill-and-warranty"]["ladder"]["vector"]
+    assert ladder["ranking"] == ["manual/setup.md", "manual/warranty.md", "manual/lid.md"]
+    assert (ladder["hit"], ladder["recall"], ladder["reciprocal_rank"]) == (True, 1.0, 1.0)
+
+
 def test_the_judge_reads_each_chunk_as_the_agent_saw_it(kettle):
     trace, view = recorded_view(kettle, "fill-and-warranty")
     chunks = trace["tool_outputs"][0]["artifact"]
@@ -147,7 +158,7 @@ def test_without_its_page_rule_a_chunked_search_is_an_error_naming_the_chunk(tmp
         monkeypatch.setenv(name, value)
     folder = chunked_project(tmp_path / "kettle", "ids")
     config = folder / "evals.toml"
-    config.write_text(config.read_text().replace("page_pattern = '^(.*)#\\d+$'", ""))
+    config.write_text(config.read_text().replace("page_pattern = '^(.*)#\\d+$'", "").replace('rank = "agent:rank"', ""))
     assert evaluate.main(["--project", str(folder), "--live", "--quiet", "--split", "all"]) == 3  # incomplete: cases errored
     assert "search_manual returned page 'manual/setup.md#0', which is not in the project's pages" in \
         rows(folder)["fill-and-warranty"]["error"]
