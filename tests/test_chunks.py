@@ -117,7 +117,11 @@ def kettle(request, tmp_path, monkeypatch) -> Path:
 
 
 def rows(folder: Path) -> dict:
-    found = json.loads((folder / "runs" / f"{RUN}.all.json").read_text())
+    return rows_of(folder, ".all")
+
+
+def rows_of(folder: Path, split: str) -> dict:
+    found = json.loads((folder / "runs" / f"{RUN}{split}.json").read_text())
     return {r["id"]: r for r in found["rows"]}
 
 
@@ -233,3 +237,29 @@ def test_a_bad_page_rule_exits_2_and_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "evals.toml: tools.search_manual.page:" in err
     assert not (folder / "runs").exists() and not (folder / "recordings").exists()
+
+
+# ---- the chunked agent docs/projects.md shows, as written -------------------------------------------------
+
+def test_the_documented_chunked_agent_scores_its_pages_once(tmp_path, monkeypatch):
+    """docs/projects.md's chunked agent and its rule, on pages of two paragraphs each."""
+    import re
+
+    section = (Path(__file__).parent.parent / "docs" / "projects.md").read_text() \
+        .split("## A retriever of chunks", 1)[1].split("\n## ", 1)[0]
+    python, = re.findall(r"```python\n(.*?)```", section, re.S)
+    toml, = re.findall(r"```toml\n(.*?)```", section, re.S)
+    folder = chunked_project(tmp_path / "kettle", "ids")
+    (folder / "agent.py").write_text(python)
+    (folder / "evals.toml").write_text('agent = "agent:build"\npages = "manual/*.md"\nk = 2\n' + toml)
+    (folder / "manual" / "setup.md").write_text(
+        "# Setting up\n\nFill the Zephyr kettle to the MAX line.\n\nDescale the Zephyr kettle every month.\n")
+    (folder / "cases.json").write_text(json.dumps({"name": "zephyr", "version": 1, "cases": [
+        {"id": "setup", "question": "How do I fill and descale the Zephyr kettle?",
+         "expected_docs": ["manual/setup.md"], "expected_tools": ["search_manual"], "reference": "To MAX."}]}))
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+    row = rows_of(folder, "")["setup"]
+    assert len(row["retrieved"]) == 3 and set(row["retrieved"]) <= set(MANUAL)  # three chunks, read as pages
+    assert row["retrieval"]["hit"] and row["retrieval"]["reciprocal_rank"] == 1.0
