@@ -13,10 +13,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, Optional
 
+from harness.json_text import loads
+
 if TYPE_CHECKING:
     from harness.project import ToolRole
-
-from harness.json_text import loads
 
 TEXT_FIELDS = ("text", "page_content", "content")
 
@@ -107,8 +107,9 @@ def pages_of(output: dict, role: "ToolRole", corpus: set[str]) -> list[dict]:
     pages = [{**p, "page": item_page(p, role, tool)} for p in pages]
     unknown = next((p for p in pages if p["page"] not in corpus), None)
     if unknown is not None:
-        named = f"page {unknown['page']!r}" if unknown["page"] == unknown["id"] else \
-            f"chunk {unknown['id']!r} of page {unknown['page']!r} (by {rule_of(role)})"
+        named = f"chunk {unknown['id']!r} of page {unknown['page']!r} (by {rule_of(role)})" \
+            if unknown["page"] != unknown["id"] else f"page {unknown['page']!r}" \
+            + (f" (not a chunk by {rule_of(role)})" if role.page_pattern else "")
         raise Unreadable(f"{tool} returned {named}, which is not in the project's pages "
                          f"({len(corpus)} pages); it returned {shown_output(content)}")
     return pages

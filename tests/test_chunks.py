@@ -263,3 +263,20 @@ def test_the_documented_chunked_agent_scores_its_pages_once(tmp_path, monkeypatc
     row = rows_of(folder, "")["setup"]
     assert len(row["retrieved"]) == 3 and set(row["retrieved"]) <= set(MANUAL)  # three chunks, read as pages
     assert row["retrieval"]["hit"] and row["retrieval"]["reciprocal_rank"] == 1.0
+
+
+def test_an_id_the_page_pattern_does_not_match_and_no_page_holds_is_an_error_naming_the_rule():
+    with pytest.raises(Unreadable, match=r"^search returned page 'manual/setup\.md-2' \(not a chunk by page_pattern"):
+        searches([{"id": "manual/setup.md-2", "text": "a"}], page_pattern=r"^(.*)#\d+$")
+
+
+def test_changing_the_page_rule_re_reads_the_recording_and_pays_nothing(tmp_path, monkeypatch, capsys):
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    folder = chunked_project(tmp_path / "kettle", "ids")  # its chunks carry metadata.source too
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet", "--split", "all"]) == 0
+    config = folder / "evals.toml"
+    config.write_text(config.read_text().replace("page_pattern = '^(.*)#\\d+$'", 'page = "metadata.source"'))
+    assert evaluate.main(["--project", str(folder), "--quiet", "--split", "all"]) == 0
+    assert "stale" not in capsys.readouterr().err
+    assert rows(folder)["fill-and-warranty"]["retrieval"]["recall"] == 1.0
