@@ -280,3 +280,12 @@ def test_changing_the_page_rule_re_reads_the_recording_and_pays_nothing(tmp_path
     assert evaluate.main(["--project", str(folder), "--quiet", "--split", "all"]) == 0
     assert "stale" not in capsys.readouterr().err
     assert rows(folder)["fill-and-warranty"]["retrieval"]["recall"] == 1.0
+
+
+def test_a_page_pattern_reads_the_chunk_ids_an_ids_pattern_finds_in_text():
+    content = "[manual/setup.md#0] Fill it.\n[manual/setup.md#1] Descale it.\n[manual/lid.md#0] Press the button."
+    trace = {"tool_calls": [{"name": "search", "args": {}}], "tool_outputs": [{"tool": "search", "content": content}]}
+    role = {"search": ToolRole("search", "retriever", ids=r"\[([^\]]+)\]", page_pattern=r"^(.*)#\d+$")}
+    view = read(trace, role, CORPUS)
+    assert view["searches"] == [["manual/setup.md", "manual/setup.md", "manual/lid.md"]]
+    assert view["context"] == content.split("\n")
