@@ -213,7 +213,7 @@ def failure_reason(row: dict) -> str:
         return "; ".join(row["behaviour"]["failures"])
     if stage == "retrieval":
         return (f"missed {', '.join(row['retrieval']['missed'])}; retrieved "
-                f"{', '.join(row['retrieved']) or 'nothing'}" + counterfactual_text(row.get("counterfactual")))
+                f"{', '.join(documents(row['retrieved'])) or 'nothing'}" + counterfactual_text(row.get("counterfactual")))
     return row["judged"][stage]["reason"] or f"score {row['judged'][stage]['score']}"
 
 

@@ -13,7 +13,7 @@ import pytest
 from harness import matching, stats
 from harness.ask import draft_case
 from harness.ladder import rung_scores
-from harness.stages import as_declared, carries, repeat_summary, retrieval_scores, summarize
+from harness.stages import as_declared, carries, failure_reason, repeat_summary, retrieval_scores, summarize
 
 HERE = Path(__file__).parent.parent
 
@@ -191,3 +191,8 @@ def test_the_html_report_says_deepeval_collapses_identical_calls():
 
     page = html(disagreeing_report())
     assert "identical calls, same tool and arguments," in page and "as a set" not in page
+
+
+def test_a_retrieval_failure_names_each_retrieved_document_once():
+    row = {"first_failure": "retrieval", "retrieval": {"missed": ["p4"]}, "retrieved": ["p5", "p5", "p2", "p5"]}
+    assert failure_reason(row) == "missed p4; retrieved p5, p2"
