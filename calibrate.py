@@ -194,9 +194,9 @@ def table(result: dict) -> str:
     lines.append(f"\n{'':<21}{'judge pass':<12}{'judge fail':<12}")
     lines.append(f"{'metric':<21}{'good':<5}{'defect':<7}{'good':<5}{'defect':<7}{'unstable':<10}{'agreement':<11}"
                  f"{'κ':<7}{'base rate':<11}{'spread':<8}{'role':<14}rows")
-    own = [m for m, s in result["metrics"].items() if s["gates"]]
+    gating = [m for m, s in result["metrics"].items() if s["gates"]]  # the project's criteria among them
     for metric in result["metrics"]:
-        s = exact(result["rows"], metric, own)
+        s = exact(result["rows"], metric, gating)
         t = s["table"]
         apart = t["unstable"]["good"] + t["unstable"]["defect"]
         errored = t["error"]["good"] + t["error"]["defect"]
@@ -222,7 +222,7 @@ def table(result: dict) -> str:
         failing = result["gate_failed"]
         lines.append(f"\njudge {judge} FAILS calibration on {len(failing)} gating metric{'s' * (len(failing) != 1)} "
                      f"(each needs {needed}):")
-        lines += [f"  FAIL {m}: {', '.join(exact(result['rows'], m, own)['fails'])}" for m in failing]
+        lines += [f"  FAIL {m}: {', '.join(exact(result['rows'], m, gating)['fails'])}" for m in failing]
     else:
         lines.append(f"\njudge {judge} is calibrated: every gating metric has {needed}.")
     return "\n".join(lines)

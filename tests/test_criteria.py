@@ -15,7 +15,7 @@ from conftest import OFFLINE
 RUN = "acme-notes+rules+hash+lexical"
 CRITERIA = '''
 [criteria.mentions_online]
-rubric = "The answer says 'online'."
+rubric = "The answer says 'online' and 'instantly'."
 threshold = 0.5
 
 [criteria.on_topic]
@@ -86,13 +86,13 @@ def test_a_criterion_is_a_stage_after_the_built_in_ones_in_the_json_report(recor
 def test_a_case_failing_only_a_criterion_fails_at_it_naming_what_it_lacks(recorded):
     failing = row(recorded, "order-status")  # every built-in stage passes; the answer never says 'online'
     assert failing["first_failure"] == "mentions_online"
-    assert "'online'" in failing["judged"]["mentions_online"]["reason"]
+    assert failing["judged"]["mentions_online"]["reason"].endswith("not 'online', 'instantly'.")
 
 
 def test_a_criterion_passes_at_its_own_threshold(recorded):
     passing = row(recorded, "offline-edits")
     assert passing["criteria"] == {"mentions_online": 0.5, "on_topic": 0.7}
-    assert passing["judged"]["mentions_online"]["score"] == 1.0
+    assert passing["judged"]["mentions_online"]["score"] == 0.5  # 'online', never 'instantly'
     assert passing["first_failure"] is None
 
 
@@ -107,14 +107,18 @@ def test_the_markdown_report_gives_each_criterion_its_rate_and_a_row_per_case(re
 def test_the_html_report_carries_each_criterion_in_its_funnel_and_its_cases(recorded):
     page = report(recorded, "html")
     assert 'data-stage="mentions_online"' in page and 'data-stage="on_topic"' in page
-    assert "<td>mentions_online</td>" in page  # the case's judge table
+    assert '<td>mentions_online</td><td class="pass num">0.50</td>' in page  # its case's judge table
 
 
 def test_show_gives_each_criterion_its_verdict_at_its_threshold(recorded, capsys):
+    assert run(recorded, "--show", "offline-edits") == 0
+    assert "  mentions_online: pass 0.50" in capsys.readouterr().out
+
+
+def test_show_names_a_criterion_as_the_first_failure(recorded, capsys):
     assert run(recorded, "--show", "order-status") == 0
     shown = capsys.readouterr().out
-    assert "  mentions_online: FAIL 0.00" in shown
-    assert "first failure: mentions_online:" in shown
+    assert "  mentions_online: FAIL 0.00" in shown and "first failure: mentions_online:" in shown
 
 
 def test_compare_counts_a_criterion_per_stage(recorded, tmp_path, capsys):
@@ -230,3 +234,14 @@ def test_a_labelled_row_naming_no_declared_criterion_is_refused(recorded, capsys
         "calibrate.py: calibration.json: cases[0] (x).metric: unknown metric 'polite' (valid: faithfulness, "
         "faithfulness_strict, contextual_recall, answer_relevancy, abstained, ignored_planted, mentions_online, "
         "on_topic; a criterion is declared in evals.toml as [criteria.NAME])\n")
+
+
+def test_a_second_judge_is_compared_on_a_criterion_at_its_own_threshold():
+    from harness import judges
+
+    def report(judge: str, score: float) -> dict:
+        return {"key": {"judge": judge}, "rows": [{"id": "a", "criteria": {"polite": 0.5},
+                                                   "judged": {"polite": {"score": score}}}]}
+
+    found = judges.compared(report("one", 0.6), report("two", 0.4))  # 0.6 passes at 0.5, 0.4 does not
+    assert found["stages"]["polite"]["split"] == [{"id": "a", "first": 0.6, "second": 0.4}]
