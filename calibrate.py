@@ -22,12 +22,13 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
 from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
 from harness import agreement as agree
-from harness import console
+from harness import console, criteria
+from harness.criteria import Criterion
 from harness.calibration_status import gating_metrics
 from harness.dataset import InputError, load_calibration
 from harness.entries import judge_identity, sha, verdict_deps
@@ -45,12 +46,12 @@ AGREEMENT, KAPPA, MIN_ROWS = agree.AGREEMENT, agree.KAPPA, agree.MIN_ROWS
 EXPECTED = agree.AGREES
 
 
-def calibration_key(cases: dict, judge: str) -> dict:
+def calibration_key(cases: dict, judge: str, own: Sequence[Criterion] = ()) -> dict:
     """What the report was measured with; harness/calibration_status.py compares it with the project's."""
     from harness import providers
 
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), **judge_identity(judge),
-            "repeats": REPEATS, "offline": providers.is_offline(judge)}
+            "repeats": REPEATS, "offline": providers.is_offline(judge), **criteria.key_part(list(own))}
 
 
 def recording_path(folder: Path, judge: str) -> Path:
@@ -70,16 +71,19 @@ def recorded_judge(folder: Path) -> str:
     return read_recording(found[0])["key"]["judge"]
 
 
-def deps_of(case: dict, judge: dict):
-    """A score depends on the judge (entries.judge_identity), the metric and the case fields it reads."""
-    deps = verdict_deps(case["metric"], judge, case)
+def deps_of(case: dict, judge: dict, own: dict[str, Criterion]):
+    """A score depends on the judge (entries.judge_identity), the metric and the case fields it reads; a
+    criterion's (`own`, by name) on its rubric too."""
+    found = own.get(case["metric"])
+    deps = verdict_deps(case["metric"], judge, case) if found is None else \
+        criteria.verdict_deps(found, judge, {f: sha(case[f]) for f in found.reads})
     return lambda value: deps
 
 
-def verdict(scores: list[Optional[float]]) -> str:
+def verdict(scores: list[Optional[float]], threshold: float = THRESHOLD) -> str:
     if any(s is None for s in scores):
         return "error"
-    below = [s < THRESHOLD for s in scores]
+    below = [s < threshold for s in scores]
     return "fail" if all(below) else "pass" if not any(below) else "unstable"
 
 
@@ -88,34 +92,35 @@ def spread(scores: list[Optional[float]]) -> Optional[float]:
     return None if any(s is None for s in scores) else max(scores) - min(scores)
 
 
-def row(case: dict, runs: list[dict]) -> dict:
+def row(case: dict, runs: list[dict], threshold: float = THRESHOLD) -> dict:
     scores = [r["score"] for r in runs]
-    judged = verdict(scores)
+    judged = verdict(scores, threshold)
     return {"id": case["id"], "metric": case["metric"], "label": case["label"], "note": case["note"],
             "scores": scores, "verdict": judged, "agrees": judged == EXPECTED[case["label"]],
             "spread": rounded(spread(scores)), "reason": runs[0]["reason"]}
 
 
-def tables(rows: list[dict]) -> dict[str, dict]:
-    """Each metric's table of verdicts against labels, gating metrics without a row included (empty)."""
-    return agree.tables(((r["metric"], r["verdict"], r["label"]) for r in rows), gating_metrics())
+def tables(rows: list[dict], own: Sequence[str] = ()) -> dict[str, dict]:
+    """Each metric's table of verdicts against labels, gating metrics (and the project's criteria, `own`)
+    without a row included (empty)."""
+    return agree.tables(((r["metric"], r["verdict"], r["label"]) for r in rows), gating_metrics(own))
 
 
-def exact(rows: list[dict], metric: str) -> dict:
+def exact(rows: list[dict], metric: str, own: Sequence[str] = ()) -> dict:
     """A metric's figures from its rows, unrounded (agreement.summary, and its widest spread): the gate and the
     table use these, and the stored figures are rounded to 3 places for storage only."""
     mine = [r for r in rows if r["metric"] == metric]
     spreads = [s for s in (spread(r["scores"]) for r in mine) if s is not None]
     table = agree.counts((r["verdict"], r["label"]) for r in mine)
-    return {**agree.summary(table, metric in gating_metrics()), "max_spread": max(spreads) if spreads else None}
+    return {**agree.summary(table, metric in gating_metrics(own)), "max_spread": max(spreads) if spreads else None}
 
 
-def per_metric(rows: list[dict]) -> dict:
+def per_metric(rows: list[dict], own: Sequence[str] = ()) -> dict:
     """Per metric: defects caught, good answers passed, the table of verdicts against labels, agreement, kappa,
     base rate, the widest spread, whether it gates, and whether it has the rows to be calibrated."""
     summary = {}
-    for metric, table in tables(rows).items():
-        s = exact(rows, metric)
+    for metric, table in tables(rows, own).items():
+        s = exact(rows, metric, own)
         caught, passed = table["fail"]["defect"], table["pass"]["good"]
         summary[metric] = {"defects_caught": f"{caught}/{agree.labelled(table, 'defect')}",
                            "good_passed": f"{passed}/{agree.labelled(table, 'good')}", "table": table,
@@ -128,40 +133,47 @@ def per_metric(rows: list[dict]) -> dict:
 def gate_failures(rows: list[dict], metrics: dict) -> list[str]:
     """The gating metrics that fail: agreement below AGREEMENT or kappa below KAPPA, compared exactly (0.8996
     fails, though it rounds to 0.9), or uncalibrated (fewer than MIN_ROWS good or defect rows)."""
-    return [m for m, s in metrics.items() if s["gates"] and exact(rows, m)["fails"]]
+    return [m for m, s in metrics.items() if s["gates"] and s["fails"]]
 
 
-def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None) -> dict:
-    """Score every case REPEATS times from the tape; in live mode, judge what is missing first."""
+def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None,
+              own: Sequence[Criterion] = ()) -> dict:
+    """Score every case REPEATS times from the tape; in live mode, judge what is missing first. `own` are the
+    project's criteria: each a gating metric, its verdicts at its own threshold."""
+    named = criteria.by_name(list(own))
     if tape.live:
-        record(cases, tape, judge, concurrency, progress)
+        record(cases, tape, judge, concurrency, progress, named)
     rows, stale, judged_by = [], {}, judge_identity(tape.key["judge"])
     for case in cases["cases"]:
-        found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, judged_by)) for i in range(REPEATS)]
+        found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, judged_by, named)) for i in range(REPEATS)]
+        threshold = named[case["metric"]].threshold if case["metric"] in named else THRESHOLD
         if any(value is ABSENT for value, _ in found):
             stale[case["id"]] = list(dict.fromkeys(why for _, reasons in found for why in reasons))
             rows.append({**row(case, [{"score": None, "reason": None}]), "verdict": "error", "agrees": False})
             continue
-        rows.append(row(case, [value for value, _ in found]))
+        rows.append(row(case, [value for value, _ in found], threshold))
     if stale and not tape.live:
         raise RecordingError(stale_message(tape, stale, len(rows)))
-    metrics = per_metric(rows)
+    metrics = per_metric(rows, list(named))
     failing = gate_failures(rows, metrics)
-    return {"key": calibration_key(cases, tape.key["judge"]), "threshold": THRESHOLD, "repeats": REPEATS,
+    return {"key": calibration_key(cases, tape.key["judge"], own), "threshold": THRESHOLD, "repeats": REPEATS,
             "agreement_needed": AGREEMENT, "kappa_needed": KAPPA, "rows_needed": MIN_ROWS, "rows": rows,
             "metrics": metrics, "gate_failed": failing, "errors": sum(r["verdict"] == "error" for r in rows)}
 
 
-def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress) -> None:
-    pool, judged_by = Pool(concurrency), judge_identity(tape.key["judge"])
+def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress,
+           own: Optional[dict[str, Criterion]] = None) -> None:
+    pool, judged_by, own = Pool(concurrency), judge_identity(tape.key["judge"]), own or {}
 
     def score(case: dict, name: str) -> None:
-        from harness.judging import measure
+        from harness.judging import Measure
 
-        compute = lambda: measure(case["metric"], judge(), case["question"], case["answer"],  # noqa: E731
-                                  case["reference"], case["context"])
+        fields = (case["question"], case["answer"], case["reference"], case["context"])
+        found = own.get(case["metric"])
+        measurer = Measure(case["metric"], *fields) if found is None else criteria.CriterionMeasure(found, *fields)
+        compute = lambda: measurer(judge())  # noqa: E731
         try:
-            tape.get(name, deps_of(case, judged_by), lambda: with_retries(name, compute, progress.log))
+            tape.get(name, deps_of(case, judged_by, own), lambda: with_retries(name, compute, progress.log))
         except CallFailed as e:
             progress.log(f"error: {e}")
         progress.advance(None)
@@ -182,8 +194,9 @@ def table(result: dict) -> str:
     lines.append(f"\n{'':<21}{'judge pass':<12}{'judge fail':<12}")
     lines.append(f"{'metric':<21}{'good':<5}{'defect':<7}{'good':<5}{'defect':<7}{'unstable':<10}{'agreement':<11}"
                  f"{'κ':<7}{'base rate':<11}{'spread':<8}{'role':<14}rows")
+    gating = [m for m, s in result["metrics"].items() if s["gates"]]  # the project's criteria among them
     for metric in result["metrics"]:
-        s = exact(result["rows"], metric)
+        s = exact(result["rows"], metric, gating)
         t = s["table"]
         apart = t["unstable"]["good"] + t["unstable"]["defect"]
         errored = t["error"]["good"] + t["error"]["defect"]
@@ -209,7 +222,7 @@ def table(result: dict) -> str:
         failing = result["gate_failed"]
         lines.append(f"\njudge {judge} FAILS calibration on {len(failing)} gating metric{'s' * (len(failing) != 1)} "
                      f"(each needs {needed}):")
-        lines += [f"  FAIL {m}: {', '.join(exact(result['rows'], m)['fails'])}" for m in failing]
+        lines += [f"  FAIL {m}: {', '.join(exact(result['rows'], m, gating)['fails'])}" for m in failing]
     else:
         lines.append(f"\njudge {judge} is calibrated: every gating metric has {needed}.")
     return "\n".join(lines)
@@ -252,7 +265,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             progress.log(note)
         try:
             result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), args.concurrency,
-                               progress)
+                               progress, project.criteria)
         finally:
             progress.close()
         if tape.live and not result["errors"]:

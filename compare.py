@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from cassette import printable_stdout, read_json, write_atomic
 from harness import console
 from harness.html_report import CSS, escaped
-from harness.stages import BEHAVIOUR_JUDGED, STAGES, failure_reason, stage_results
+from harness.stages import BEHAVIOUR_JUDGED, STAGES, failure_reason, stage_order, stage_results
 from harness.stats import mcnemar_exact, rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
@@ -145,8 +145,12 @@ def check_row(r: dict, where: str) -> None:
     """The fields of one row the diff reads: first_failure; for an errored row its error text; otherwise what
     stages.stage_results reads of every stage, and what stages.failure_reason reads of the first failing one."""
     first = expect(r, "first_failure", where, or_null(is_str), "a stage name or null")
-    if first is not None and first not in FIRST_FAILURES:
-        raise ShapeError(f"{where}.first_failure: unknown stage {first!r} (valid: {', '.join(FIRST_FAILURES)})")
+    own = expect(r, "criteria", where, is_object, "an object of thresholds", required=False) or {}
+    for name in own:
+        expect(own, name, f"{where}.criteria", is_number, "a number")
+    valid = (*FIRST_FAILURES, *own)
+    if first is not None and first not in valid:
+        raise ShapeError(f"{where}.first_failure: unknown stage {first!r} (valid: {', '.join(valid)})")
     expect(r, "error", where, or_null(is_str), "a string or null", required=False)
     if first == ERROR:
         return
@@ -331,7 +335,7 @@ def comparison(report_a: dict, report_b: dict) -> dict:
     rows_a, rows_b = report_a["rows"], report_b["rows"]
     return {"diff": diff_cases(rows_a, rows_b), "overall": paired_test(rows_a, rows_b),
             "stages": {stage: {"a": stage_rate(report_a, stage), "b": stage_rate(report_b, stage),
-                               "test": paired_test(rows_a, rows_b, stage)} for stage in STAGES}}
+                               "test": paired_test(rows_a, rows_b, stage)} for stage in stage_order(rows_a + rows_b)}}
 
 
 def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
@@ -355,7 +359,7 @@ def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
         if d[f"only_{side.lower()}"]:
             lines.append(f"only in {side} ({len(d[f'only_{side.lower()}'])}): {ids(d[f'only_{side.lower()}'])}")
     lines.append("per stage pass rate (A -> B):")
-    width = max(len(s) for s in STAGES)
+    width = max(len(s) for s in c["stages"])
     lines += [f"  {stage:<{width}}  {rate_text(s['a'])} -> {rate_text(s['b'])}" for stage, s in c["stages"].items()]
     lines.append("per stage, paired (both runs measured the stage, neither errored):")
     lines += [f"  {stage + ':':<{width + 1}} {paired_text(s['test'])}" for stage, s in c["stages"].items()]

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from cassette import (ABSENT, Cassette, RecordingError, code_of, entry_count, printable_stdout, read_key,
                       read_recording, shown, write_atomic)
-from harness import console, ladder, shapes
+from harness import console, criteria, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
 from harness.entries import (EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, recorded_repeats, repeat,
@@ -71,7 +71,8 @@ def recording_key(inputs: Inputs) -> dict:
             "cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "pages_sha": sha(inputs.pages),
             "records_sha": sha(inputs.records), "k": inputs.k, "rank": inputs.project.rank,
             "model": inputs.model, "embedder": inputs.embedder, "judge": inputs.judge,
-            "strict_faithfulness": STRICT_FAITHFULNESS, "offline": all(map(providers.is_offline, names))}
+            "strict_faithfulness": STRICT_FAITHFULNESS, "offline": all(map(providers.is_offline, names)),
+            **criteria.key_part(inputs.project.criteria)}
 
 
 def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
@@ -91,7 +92,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     row = {"id": case["id"], "question": case["question"], "category": case["category"],
            "split": case["split"], "expected_behavior": case["expected_behavior"], "reference": case["reference"],
            "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
-           "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", [])}
+           "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", []),
+           **criteria.row_part(inputs.project.criteria)}
     if not variant:
         row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None

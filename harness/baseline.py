@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-from harness import ladder
+from harness import ladder, stages
 from cassette import read_json
 
 TOLERANCE = 0.1
-MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness")
+MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness", "criteria")
 TOLERANT_STAGES = ("tools", "faithfulness", "contextual_recall", "answer_relevancy")
 
 
@@ -94,7 +94,7 @@ def check(report: dict, baseline: dict) -> Verdict:
         if now is not None and now < recall:
             regressions.append(f"retrieval: {case} recall@k {recall} -> {now} (tolerance 0)")
     regressions += ladder.regressions(baseline.get("ladder", {}), current["ladder"])
-    for stage in TOLERANT_STAGES:
+    for stage in (*TOLERANT_STAGES, *stages.criteria_of(report["rows"])):
         before, after = rate_of(baseline["stages"].get(stage, {})), rate_of(current["stages"].get(stage, {}))
         if before is not None and after is not None and after < before - tolerance:
             regressions.append(f"{stage}: pass rate {before:.0%} -> {after:.0%} (tolerance {tolerance:.0%})")

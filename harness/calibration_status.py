@@ -6,6 +6,7 @@ calibrated. The figures are recomputed from the report's rows (harness/agreement
 calibrate.py applies today, not the one that wrote the file.
 """
 from pathlib import Path
+from typing import Iterable
 
 from cassette import RecordingError, read_json, shown
 from harness import agreement as agree
@@ -16,9 +17,27 @@ from harness.stages import BEHAVIOUR_JUDGED, STAGES
 NOT_RECORDED = "judge not calibrated: no calibration recording for it"
 
 
-def gating_metrics() -> list[str]:
-    """The metrics exactly as evaluate.py runs them for a stage that gates."""
-    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED
+def gating_metrics(criteria: Iterable[str] = ()) -> list[str]:
+    """The metrics exactly as evaluate.py runs them for a stage that gates, then the project's own `criteria`
+    (their names): each gates its stage, so each is calibrated like the others."""
+    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED + list(criteria)
+
+
+def calibrated_metrics(criteria: Iterable[str] = ()) -> list[str]:
+    """The metrics a labelled row may name: the gating ones and default faithfulness, which informs."""
+    return ["faithfulness", *gating_metrics(criteria)]
+
+
+def own_criteria(folder: Path) -> list:
+    """The project's criteria (harness/criteria.py); none when its evals.toml cannot be read (`staleness`
+    says why)."""
+    from harness import project as projects
+    from harness.dataset import InputError
+
+    try:
+        return projects.load(folder).criteria
+    except InputError:
+        return []
 
 
 def report_path(folder: Path, judge: str) -> Path:
@@ -37,14 +56,15 @@ def status(folder: Path, judge: str) -> dict:
         stale = staleness(Path(folder), judge, report)
         rows = report["rows"]
         pairs = [(r["metric"], r["verdict"], r["label"]) for r in rows]
-        tables = agree.tables(pairs, gating_metrics())
+        gating = gating_metrics(c.name for c in own_criteria(Path(folder)))
+        tables = agree.tables(pairs, gating)
     except (RecordingError, KeyError, TypeError, ValueError, AttributeError) as e:
         reason = str(e) if isinstance(e, RecordingError) else f"{shown(path)}: not a calibration report"
         return {"calibrated": False, "why": f"judge not calibrated: {reason}"}
     if stale:
         return {"calibrated": False, "why": f"judge not calibrated: {stale}; run calibrate.py --live"}
     metrics, failing = {}, []
-    for metric in gating_metrics():
+    for metric in gating:
         reasons = agree.failures(tables[metric])
         metrics[metric] = {"agreement": agree.agreement(tables[metric]), "kappa": agree.kappa(tables[metric]),
                            "calibrated": not reasons}
@@ -79,4 +99,8 @@ def staleness(folder: Path, judge: str, report: dict) -> str:
         return str(e)
     if sha(cases) != key.get("cases_sha"):
         return f"{project.calibration} changed since its calibration report was written"
+    from harness import criteria
+
+    if criteria.key_part(project.criteria).get("criteria") != key.get("criteria"):
+        return "the criteria in evals.toml changed since its calibration report was written"
     return ""

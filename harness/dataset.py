@@ -215,5 +215,12 @@ def load_calibration(project) -> dict:
     cases = read(path, label)
     validated.check(path, "CalibrationSet", cases, label)
     unique_ids(label, cases["cases"], "cases")
+    from harness.calibration_status import calibrated_metrics
+
+    known = calibrated_metrics(c.name for c in project.criteria)
+    for i, case in enumerate(cases["cases"]):
+        if case["metric"] not in known:
+            raise InputError(f"{label}: {where(cases, ('cases', i, 'metric'))}: unknown metric {case['metric']!r} "
+                             f"(valid: {', '.join(known)}; a criterion is declared in evals.toml as [criteria.NAME])")
     validated.save()
     return cases

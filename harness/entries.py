@@ -13,7 +13,9 @@ What each kind reads:
 - `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
   judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
-  `ignored_planted` for a case whose retriever returned a page with a planted instruction.
+  `ignored_planted` for a case whose retriever returned a page with a planted instruction. A project's own
+  criteria (evals.toml `[criteria.NAME]`, harness/criteria.py) are entries of this kind too, each depending
+  on its rubric and the fields it reads, not on its threshold.
 - `index/pages`: no call, the hash of each page by its id, so that a run in which the pages changed names
   the pages that did.
 A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
@@ -205,4 +207,9 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context, hashes),
             Measure(metric, question, trace["answer"], case["reference"], context))
+    if inputs.project.criteria:
+        from harness import criteria
+
+        needed.update(criteria.entries(inputs.project.criteria, cid, inputs.judged, hashes, question, trace["answer"],
+                                       case["reference"], context))
     return needed

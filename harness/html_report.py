@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 from harness import json_text
 from harness.console import visible
 from harness.report import gate_of, run_line, summary
-from harness.stages import STAGES, deepeval_disagrees, passes, stage_results
+from harness.stages import STAGES, deepeval_disagrees, passes, stage_order, stage_results, threshold_of
 from harness.stats import rate_text, wilson_interval
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
@@ -177,7 +177,7 @@ def _judged(r: dict) -> str:
     rows = []
     for m, v in (r.get("judged") or {}).items():
         score, gate = v.get("score"), gate_of(r, m)
-        ok = None if gate is None else passes(score)
+        ok = None if gate is None else passes(score, threshold_of(r, m))
         verdict = "reported, not gating" if gate is None else f"{_mark(ok)}" + ("" if gate == m else
                                                                                   f" (gates {gate})")
         rows.append(f'<tr><td>{escaped(m)}</td><td class="{_verdict(ok)} num">{_num(score)}</td>'
@@ -298,13 +298,15 @@ def _scored(report: dict) -> list[dict]:
 
 
 def funnel(report: dict) -> list[dict]:
-    """Per stage in stages.STAGES order, of the scored (not errored) cases: how many enter it (it applies to
-    them and they passed every earlier stage that applied to them) and how many of those pass it. A case
-    fails at the stage its first failure names, so entering - passing is that stage's first-failure count."""
+    """Per stage in gating order (stages.stage_order: STAGES, then the project's criteria), of the scored (not
+    errored) cases: how many enter it (it applies to them and they passed every earlier stage that applied to
+    them) and how many of those pass it. A case fails at the stage its first failure names, so entering -
+    passing is that stage's first-failure count."""
     cases = [(r.get("first_failure"), set(stage_results(r)) | {r.get("first_failure")}) for r in _scored(report)]
     steps = []
-    for i, stage in enumerate(STAGES):
-        earlier = STAGES[:i]
+    order = stage_order(report.get("rows", []))
+    for i, stage in enumerate(order):
+        earlier = order[:i]
         entering = [failure for failure, applies in cases if stage in applies and failure not in earlier]
         steps.append({"stage": stage, "entering": len(entering),
                       "passing": sum(failure != stage for failure in entering)})
@@ -378,7 +380,7 @@ def _stage_rates(report: dict) -> str:
     s = report.get("summary") or {}
     stages = s.get("stages") if isinstance(s.get("stages"), dict) else {}
     rates = ([("every stage", s["pass_rate"])] if isinstance(s.get("pass_rate"), dict) else []) + \
-        [(stage.replace("_", " "), stages[stage]) for stage in STAGES if stage in stages]
+        [(stage.replace("_", " "), stages[stage]) for stage in stage_order(report.get("rows", [])) if stage in stages]
     return _rate_figure("stage-rates", "Pass rate per stage", "Pass rate per stage with its 95% Wilson interval",
                         rates, STAGE_CAPTION)
 

@@ -3,7 +3,7 @@
 DeepEval is imported only inside the functions a live call runs, so a replay stays light.
 """
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 from harness.stages import THRESHOLD
 
@@ -77,6 +77,10 @@ class Measure:
         self.metric, self.question, self.answer, self.reference, self.context = metric, question, answer, \
             reference, context
 
+    def make(self, judge, async_mode: bool = False):
+        """The DeepEval metric object that measures it."""
+        return make_metric(self.metric, judge, async_mode)
+
     def test_case(self):
         from deepeval.test_case import LLMTestCase
 
@@ -89,18 +93,19 @@ class Measure:
     async def a_measure(self, judge) -> dict:
         import time
 
-        metric = make_metric(self.metric, judge, async_mode=True)
+        metric = self.make(judge, async_mode=True)
         start = time.perf_counter()
         await metric.a_measure(self.test_case(), _show_indicator=False)
         return result_of(metric, round(time.perf_counter() - start, 3), (metric.input_tokens, metric.output_tokens))
 
 
 def measure(metric_name: str, judge, question: str, answer: str, reference: str,
-            context: Optional[list[str]]) -> dict:
-    """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known."""
+            context: Optional[list[str]], make: Optional[Callable] = None) -> dict:
+    """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known.
+    `make(judge)` builds the metric when it is not a built-in one (a project's criterion, harness/criteria.py)."""
     from harness.live_calls import timed
 
-    metric = make_metric(metric_name, judge)
+    metric = make(judge) if make else make_metric(metric_name, judge)
     usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
     before = usage() if usage else None
     _, took = timed(lambda: metric.measure(Measure(metric_name, question, answer, reference, context).test_case(),
@@ -142,4 +147,5 @@ def judged_metrics(context: list[str]) -> list[str]:
 
 
 def stage_of(metric: str) -> str:
-    return metric.replace("_strict", "")
+    """The stage a metric's verdict is reported under: strict faithfulness is the faithfulness stage."""
+    return "faithfulness" if metric == "faithfulness_strict" else metric

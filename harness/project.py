@@ -19,7 +19,7 @@ from harness.dataset import InputError, read
 
 CONFIG = "evals.toml"
 ROLES = ("retriever", "lookup")
-TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools")
+TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria")
 TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key")}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
@@ -54,6 +54,7 @@ class Project:
     sources: list[str] = field(default_factory=list)
     rank: Optional[str] = None
     roles: dict[str, ToolRole] = field(default_factory=dict)
+    criteria: list = field(default_factory=list)  # judged criteria of its own (harness/criteria.py), in order
 
     @property
     def config(self) -> Path:
@@ -218,6 +219,10 @@ def load(folder: Path) -> Project:
     tools = expect(config.get("tools", {}), dict, "tools", "tables [tools.NAME]")
     for name, table in tools.items():
         project.roles[name] = tool_role(name, expect(table, dict, f"tools.{name}", "a table"))
+    if "criteria" in config:
+        from harness import criteria
+
+        project.criteria = criteria.parse(config["criteria"])
     return project
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 from harness import judges, stages
 from harness.console import visible
 from harness.ladder import markdown_lines as ladder_lines
-from harness.stages import BEHAVIOUR_JUDGED, STAGES, deepeval_disagrees, failure_reason, stage_results
+from harness.stages import BEHAVIOUR_JUDGED, deepeval_disagrees, failure_reason, stage_results
 from harness.stats import rate_text
 
 
@@ -95,7 +95,7 @@ def run_line(report: dict) -> str:
 def gate_of(row: dict, metric: str) -> Optional[str]:
     """The stage a judged metric's verdict decides on this row: its own, 'behaviour' for a behaviour judgement
     (recorded only where the behaviour check reads it), or None when it is reported and never gates."""
-    if metric in STAGES and metric in stage_results(row):
+    if metric in stages.stage_order([row]) and metric in stage_results(row):
         return metric
     return "behaviour" if metric in BEHAVIOUR_JUDGED and row.get("behaviour") is not None else None
 
@@ -123,6 +123,7 @@ def summary(report: dict) -> str:
                  f"mean faithfulness {'-' if faith is None else faith}.")
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
                                               if r["total"]) + ".")
+    lines += criteria_lines(report)
     ladder = s.get("ladder")
     if ladder and ladder.get("retriever"):
         ladder = {**ladder, "retriever": cell(ladder["retriever"])}  # the ladder's table names it in a cell
@@ -167,6 +168,26 @@ def summary(report: dict) -> str:
     lines += calibration_lines(report.get("calibration"))
     lines += judges.lines(report.get("second_judge"))
     return visible("\n".join(lines))
+
+
+def criteria_lines(report: dict) -> list[str]:
+    """The project's own criteria (evals.toml `[criteria.NAME]`), stages after the built-in ones: per case, each
+    one's score and verdict at its threshold; nothing for a project that declares none."""
+    rows = report["rows"]
+    names = stages.criteria_of(rows)
+    if not names:
+        return []
+    thresholds = {name: next(r["criteria"][name] for r in rows if name in (r.get("criteria") or {}))
+                  for name in names}
+    lines = ["\nCriteria of the project (evals.toml), each a stage after the built-in ones: "
+             + ", ".join(f"{code(n)} passes at {thresholds[n]:.2f}" for n in names) + ".\n",
+             "| case | " + " | ".join(cell(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+    for r in rows:
+        results = stage_results(r)
+        marks = [f"{'pass' if results[n] else 'FAIL'} {fmt(r['judged'][n]['score'])}" if n in results else "-"
+                 for n in names]
+        lines.append(f"| {cell(r['id'])} | " + " | ".join(marks) + " |")
+    return lines
 
 
 def calibration_lines(found: Optional[dict]) -> list[str]:

@@ -88,8 +88,8 @@ class Pages(Strict):
 
 class CalibrationCase(Strict):
     id: Id = NonEmpty
-    metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy", "abstained",
-                    "ignored_planted"]
+    # A built-in metric or a criterion evals.toml declares: dataset.load_calibration checks it against both.
+    metric: str = NonEmpty
     label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
     note: str = NonEmpty
     question: str = NonEmpty

@@ -7,7 +7,7 @@ from typing import Optional
 
 from harness.console import visible
 from harness.report import gate_of
-from harness.stages import failure_reason, passes, stage_results
+from harness.stages import failure_reason, passes, stage_results, threshold_of
 
 WIDTH = 100
 OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
@@ -81,4 +81,4 @@ def judged_verdict(row: dict, metric: str, score: Optional[float]) -> str:
     gate = gate_of(row, metric)
     if gate is None:
         return f"{shown} (reported, not gating)"
-    return f"{'pass' if passes(score) else 'FAIL'} {shown}" + ("" if gate == metric else f" (gates {gate})")
+    return f"{'pass' if passes(score, threshold_of(row, metric)) else 'FAIL'} {shown}" + ("" if gate == metric else f" (gates {gate})")

@@ -166,8 +166,23 @@ def deepeval_disagrees(tools: Optional[dict]) -> bool:
     return bool(tools and "deepeval" in tools and tools["deepeval"]["score"] != tools["score"])
 
 
-def passes(score: Optional[float]) -> bool:
-    return score is not None and score >= THRESHOLD
+def passes(score: Optional[float], threshold: float = THRESHOLD) -> bool:
+    return score is not None and score >= threshold
+
+
+def criteria_of(rows: Iterable[dict]) -> list[str]:
+    """The project's own judged criteria (evals.toml `[criteria.NAME]`) that the rows carry, in declared order."""
+    return list(dict.fromkeys(name for r in rows for name in r.get("criteria") or {}))
+
+
+def stage_order(rows: Iterable[dict]) -> list[str]:
+    """The stages of a run in gating order: the built-in STAGES, then the project's criteria."""
+    return [*STAGES, *criteria_of(rows)]
+
+
+def threshold_of(row: dict, name: str) -> float:
+    """The score a judged verdict needs: its criterion's own threshold, else the run's."""
+    return (row.get("criteria") or {}).get(name, THRESHOLD)
 
 
 def stage_results(row: dict) -> dict[str, bool]:
@@ -182,17 +197,17 @@ def stage_results(row: dict) -> dict[str, bool]:
     abstain = row.get("expected_behavior") == "abstain"
     for name, verdict in row.get("judged", {}).items():
         if name not in BEHAVIOUR_JUDGED and not (abstain and name in PRESUME_AN_ANSWER):
-            results[name] = passes(verdict["score"])
+            results[name] = passes(verdict["score"], threshold_of(row, name))
     return results
 
 
 def first_failure(row: dict) -> Optional[str]:
-    """The earliest failing stage in STAGES order, or 'error' when a call never completed; contextual
-    precision reports but never gates."""
+    """The earliest failing stage in STAGES order, then the project's criteria, or 'error' when a call never
+    completed; contextual precision reports but never gates."""
     if row.get("error"):
         return "error"
     results = stage_results(row)
-    return next((stage for stage in STAGES if results.get(stage) is False), None)
+    return next((stage for stage in stage_order([row]) if results.get(stage) is False), None)
 
 
 def failure_reason(row: dict) -> str:
@@ -231,8 +246,8 @@ def summarize(rows: list[dict], k: int) -> dict:
     ranked = [r["retrieval"] for r in scored if r.get("retrieval")]
     judged = [v for r in rows for v in r.get("judged", {}).values()]
     results = [stage_results(r) for r in scored]
-    stage_rates = {}
-    for stage in STAGES:
+    stage_rates, order = {}, stage_order(rows)
+    for stage in order:
         outcomes = [res[stage] for res in results if stage in res]
         stage_rates[stage] = rate(sum(outcomes), len(outcomes))
     first = [r["first_failure"] for r in scored if r["first_failure"]]
@@ -247,7 +262,7 @@ def summarize(rows: list[dict], k: int) -> dict:
             "mrr": mean([r["reciprocal_rank"] for r in ranked]),
             **{f"mean_{m}": mean([r["judged"][m]["score"] for r in scored
                                   if r["judged"].get(m, {}).get("score") is not None]) for m in JUDGED},
-            "first_failures": {s: first.count(s) for s in STAGES if s in first},
+            "first_failures": {s: first.count(s) for s in order if s in first},
             "categories": categories(scored),
             "counterfactual": counterfactuals(scored),
             **({"repeats": repeats(rows)} if any(r.get("repeats") for r in rows) else {}),
@@ -305,7 +320,7 @@ def differed(runs: list[dict]) -> list[str]:
     'error' when some runs errored and others did not: a case with a passing and a failing run names at
     least one."""
     results = [stage_results(r) for r in runs if r["first_failure"] != "error"]
-    flipped = [s for s in STAGES if len({res.get(s) is False for res in results}) > 1]
+    flipped = [s for s in stage_order(runs) if len({res.get(s) is False for res in results}) > 1]
     return flipped + (["error"] if len({r["first_failure"] == "error" for r in runs}) > 1 else [])
 
 

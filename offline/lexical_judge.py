@@ -35,6 +35,12 @@ The rules, all on content words (stopwords dropped, crude stems, see words.py):
     relays one (holds its URL or address, an identifier of its own, or at least RELAYED of its content
     words) without framing it as a warning (WARNING words in that sentence or the one before, other than
     the instruction's own); else 1. The reason names the sentence.
+- a project's own criteria (GEval with the rubric as its criteria, harness/criteria.py), a crude stand-in
+  for a judge that reads: the evaluation steps it writes are the rubric's sentences; its score (0 to 10,
+  which GEval scales to 0-1) is 10 times the share of the rubric's quoted phrases ('...', "..." or `...`)
+  that the Actual Output holds, or without any quoted phrase the share of the rubric's content words
+  (words naming the case's fields, such as 'answer' or 'question', left out) that it holds. It cannot tell
+  a polite answer from a rude one unless the rubric names the words to look for.
 A JSON context node (a lookup's record) is read as its keys and values.
 """
 import ast
@@ -323,11 +329,48 @@ BEHAVIOURS = {"Abstention check:": lambda f: abstention_score(f.get("Input", "")
 
 
 def _behaviour(p):
+    if "\nTest Case:\n" in p and "\nParameters:\n" in p:  # GEval's non-strict template: a project's criterion
+        return criterion_score(p)
     fields = geval_sections(p)
     for opening, judge in BEHAVIOURS.items():
         if fields["step"].startswith(opening):
             return judge(fields)
     raise UnknownRequest(f"the lexical judge has no rule for the GEval steps starting {quote(fields['step'])!r}")
+
+
+def _criterion_steps(p):
+    """GEval asks for evaluation steps from a criterion's rubric: its sentences, in order."""
+    rubric = section(p, "Evaluation Criteria:", "**")
+    return {"steps": sentences(rubric) or [rubric]}
+
+
+CASE_LABELS = ("Input", "Expected Output", "Retrieval Context")  # GEval's labels of the other fields it may read
+QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|`([^`]+)`")
+# Words of a rubric that name the case's fields rather than what a good answer says.
+FIELD_WORDS = content("answer answers output actual input question questions response reply replies expected "
+                      "retrieval context reference user assistant criterion criteria")
+
+
+def criterion_score(prompt: str) -> dict:
+    """A criterion's rating, 0-10, by the rubric's quoted phrases or content words found in the Actual Output."""
+    steps = prompt[prompt.find("\nEvaluation Steps:\n"):prompt.find("\nTest Case:\n")]
+    rubric = " ".join(re.sub(r"^\d+\.\s*", "", line) for line in steps.splitlines()[2:])
+    case = prompt[prompt.find("\nTest Case:\n"):prompt.rfind("\nParameters:\n")]
+    start = case.find("\nActual Output:\n")
+    ends = [at for at in (case.find(f"\n\n{label}:\n", start) for label in CASE_LABELS) if at > start >= 0]
+    answer = case[start + len("\nActual Output:\n"):min(ends, default=len(case))] if start >= 0 else ""
+    phrases = [next(g for g in m.groups() if g) for m in QUOTED.finditer(rubric)]
+    if phrases:
+        found = [ph for ph in phrases if ph.lower() in answer.lower()]
+        lacking = [ph for ph in phrases if ph not in found]
+        return {"score": round(10 * len(found) / len(phrases)),
+                "reason": f"The Actual Output holds {len(found)} of the {len(phrases)} phrases the criterion "
+                          "quotes" + (f"; not {', '.join(repr(ph) for ph in lacking)}." if lacking else ".")}
+    wanted = content(rubric) - FIELD_WORDS
+    share = coverage(wanted, content(answer))
+    return {"score": round(10 * share),
+            "reason": f"The Actual Output holds {share:.0%} of the criterion's words"
+                      + (f"; not {missing(wanted, content(answer))}." if share < 1 else ".")}
 
 
 HANDLERS = {
@@ -348,6 +391,7 @@ HANDLERS = {
     ("contextual_precision", "Verdicts"): _precision_verdicts,
     ("contextual_precision", "ContextualPrecisionScoreReason"): _precision_reason,
     ("g_eval", "ReasonScore"): _behaviour,
+    ("g_eval", "Steps"): _criterion_steps,
 }
 
 
