@@ -4,7 +4,7 @@ cases they split on. Pure: two reports in, a dict out; `lines` renders it."""
 from typing import Optional
 
 from harness import agreement as agree
-from harness.stages import passes
+from harness.stages import verdict_passes
 
 
 def compared(first: dict, second: dict) -> dict:
@@ -20,7 +20,7 @@ def compared(first: dict, second: dict) -> dict:
             twin = other.get("judged", {}).get(stage)
             if twin is None:
                 continue
-            a, b = passes(verdict.get("score")), passes(twin.get("score"))
+            a, b = verdict_passes(verdict), verdict_passes(twin)
             entry = found.setdefault(stage, {"pairs": [], "split": []})
             entry["pairs"].append(("pass" if a else "fail", "good" if b else "defect"))
             if a != b:

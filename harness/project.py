@@ -16,10 +16,12 @@ from typing import Any, Optional, Union
 
 from harness import json_text
 from harness.dataset import InputError, read
+from harness.stages import JUDGED, THRESHOLD
 
 CONFIG = "evals.toml"
 ROLES = ("retriever", "lookup")
-TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools")
+TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "checks", "threshold",
+            "thresholds")
 TOOL_KEYS = {"retriever": ("role", "ids"), "lookup": ("role", "records", "key")}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
@@ -47,6 +49,9 @@ class Project:
     sources: list[str] = field(default_factory=list)
     rank: Optional[str] = None
     roles: dict[str, ToolRole] = field(default_factory=dict)
+    checks: list[str] = field(default_factory=list)  # "module:function" specs, run in the behaviour stage
+    threshold: float = THRESHOLD  # a judged stage's default threshold
+    thresholds: dict[str, float] = field(default_factory=dict)  # a judged stage's own, from [thresholds]
 
     @property
     def config(self) -> Path:
@@ -56,22 +61,25 @@ class Project:
         """A file evals.toml names, refused when it is a link to a file outside the project folder."""
         return inside(self.folder, self.folder / relative)
 
-    def module_file(self, spec: str) -> Path:
-        """The file of a 'module:function' spec's module inside the project folder."""
+    def module_file(self, spec: str, key: Optional[str] = None) -> Path:
+        """The file of a 'module:function' spec's module inside the project folder; `key` names the spec's
+        evals.toml key in the error."""
         module = spec.split(":")[0].replace(".", "/")
         for candidate in (self.folder / f"{module}.py", self.folder / module / "__init__.py"):
             if candidate.is_file():
                 return candidate
-        key = "agent" if spec == self.agent else "rank"
+        key = key or ("agent" if spec == self.agent else "rank")
         raise InputError(f"{CONFIG}: {key}: no module {spec.split(':')[0]!r} in {self.folder} "
                          f"(looked for {module}.py)")
 
     def source_files(self) -> list[Path]:
         """The files the agent's behaviour depends on: `sources` (globs allowed), else the factory's module and
         the rank function's."""
+        own = list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
         if not self.sources:
-            return list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
-        return files_of(self.folder, self.sources, "sources")
+            return own
+        checks = {self.module_file(spec, "checks") for spec in self.checks} - set(own)
+        return [path for path in files_of(self.folder, self.sources, "sources") if path not in checks]
 
     def sources_sha(self) -> str:
         """One hash of every source file's path (relative to the project) and bytes."""
@@ -85,6 +93,10 @@ class Project:
 
     def retrievers(self) -> list[str]:
         return [name for name, r in self.roles.items() if r.role == "retriever"]
+
+    def threshold_of(self, stage: str) -> float:
+        """The score at or above which a judged stage passes: its [thresholds] entry, else `threshold`."""
+        return self.thresholds.get(stage, self.threshold)
 
 
 # Written by the harness, at the top of the project: a glob never matches a file in them.
@@ -206,7 +218,40 @@ def load(folder: Path) -> Project:
     tools = expect(config.get("tools", {}), dict, "tools", "tables [tools.NAME]")
     for name, table in tools.items():
         project.roles[name] = tool_role(name, expect(table, dict, f"tools.{name}", "a table"))
+    if "checks" in config:
+        project.checks = check_specs(config["checks"])
+    if "threshold" in config:
+        project.threshold = score_threshold(config["threshold"], "threshold")
+    if "thresholds" in config:
+        project.thresholds = stage_thresholds(config["thresholds"])
     return project
+
+
+def check_specs(value: Any) -> list[str]:
+    """`checks`: a "module:function" spec, or a list of them, each once."""
+    specs = [value] if isinstance(value, str) else expect(value, list, "checks", 'a list of "module:function"')
+    for i, spec in enumerate(specs):
+        key = f"checks[{i}]" if not isinstance(value, str) else "checks"
+        function_spec({key: spec}, key)
+        if spec in specs[:i]:
+            raise fail(key, f"{spec!r} is listed twice")
+    return specs
+
+
+def score_threshold(value: Any, key: str) -> float:
+    """A threshold: a number from 0 to 1, the score at or above which a judged stage passes."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise fail(key, f"expected a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def stage_thresholds(value: Any) -> dict[str, float]:
+    """`[thresholds]`: a threshold per judged stage (harness.stages.JUDGED)."""
+    table = expect(value, dict, "thresholds", "a table [thresholds] of stage = number")
+    unknown = [stage for stage in table if stage not in JUDGED]
+    if unknown:
+        raise fail(f"thresholds.{unknown[0]}", f"not a judged stage (valid: {', '.join(JUDGED)})")
+    return {stage: score_threshold(v, f"thresholds.{stage}") for stage, v in table.items()}
 
 
 def relative_path(value: Any, key: str) -> str:
