@@ -230,7 +230,7 @@ def measurement_differences(key_a: dict, key_b: dict) -> list[str]:
     shown = lambda value: "none" if value is None else str(value)  # noqa: E731
     return [f"{field} (A: {shown(key_a.get(field))}, B: {shown(key_b.get(field))})"
             for field in MEASURED_BY if key_a.get(field) != key_b.get(field)] + \
-        [f"threshold {d}" for d in threshold_differences(key_a, key_b)]
+        [f"{field} (A: {a}, B: {b})" for field, a, b in threshold_differences(key_a, key_b)]
 
 
 def passed(row: dict) -> bool:

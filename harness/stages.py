@@ -186,19 +186,19 @@ def with_threshold(verdict: dict, threshold: float) -> dict:
     return verdict if threshold == THRESHOLD else {**verdict, "threshold": threshold}
 
 
-def run_thresholds(measured: dict) -> dict[str, float]:
-    """Every judged stage's threshold in a run: `measured` holds the default `threshold` and the stages'
-    own `thresholds` (a report's fields; a baseline's measured_with), either absent in an older file."""
-    default = measured.get("threshold", THRESHOLD)
-    own = measured.get("thresholds") or {}
-    return {stage: own.get(stage, default) for stage in dict.fromkeys([*JUDGED, *own])}
-
-
-def threshold_differences(before: dict, after: dict) -> list[str]:
-    """'faithfulness 0.7 -> 0.9' for each judged stage whose threshold differs between two runs."""
-    a, b = run_thresholds(before), run_thresholds(after)
-    return [f"{stage} {a.get(stage)} -> {b.get(stage)}" for stage in dict.fromkeys([*a, *b])
-            if a.get(stage) != b.get(stage)]
+def threshold_differences(before: dict, after: dict) -> list[tuple[str, float, float]]:
+    """How two runs' thresholds differ in effect, as (field, before, after): `threshold`, the default, and
+    `thresholds.STAGE` for a stage either run set its own threshold for. Each dict holds a run's
+    `threshold` and `thresholds` (a report's fields, a baseline's measured_with), either absent in an older
+    file."""
+    defaults = before.get("threshold", THRESHOLD), after.get("threshold", THRESHOLD)
+    own = before.get("thresholds") or {}, after.get("thresholds") or {}
+    found = [("threshold", *defaults)] if defaults[0] != defaults[1] else []
+    for stage in dict.fromkeys([*own[0], *own[1]]):
+        a, b = own[0].get(stage, defaults[0]), own[1].get(stage, defaults[1])
+        if a != b:
+            found.append((f"thresholds.{stage}", a, b))
+    return found
 
 
 def stage_results(row: dict) -> dict[str, bool]:

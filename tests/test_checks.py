@@ -212,7 +212,7 @@ def test_a_baseline_saved_with_other_thresholds_is_refused_not_compared(mine, ca
     capsys.readouterr()
     assert run(mine, "--check-baseline", "saved.json") == 2
     out, err = capsys.readouterr()
-    assert err == "evaluate.py: baseline was measured differently: thresholds (faithfulness 0.7 -> 0.9)\n"
+    assert err == "evaluate.py: baseline was measured differently: thresholds.faithfulness (0.7 -> 0.9)\n"
     assert "regression" not in out
 
 
@@ -223,7 +223,7 @@ def test_compare_refuses_runs_judged_against_other_thresholds(mine, tmp_path, ca
     assert run(mine) == 0
     capsys.readouterr()
     assert compare.main([str(tmp_path / "a.json"), str(mine / "runs" / f"{RUN}.json")]) == 2
-    assert "runs differ in threshold contextual_recall 0.7 -> 0.5;" in capsys.readouterr().err
+    assert "runs differ in thresholds.contextual_recall (A: 0.7, B: 0.5);" in capsys.readouterr().err
 
 
 BAD_THRESHOLDS = [
