@@ -20,7 +20,8 @@ from typing import Callable, Optional
 from cassette import printable_stdout, read_json, write_atomic
 from harness import console
 from harness.html_report import CSS, escaped
-from harness.stages import BEHAVIOUR_JUDGED, STAGES, failure_reason, stage_order, stage_results
+from harness.stages import (BEHAVIOUR_JUDGED, STAGES, failure_reason, stage_order, stage_results,
+                            threshold_differences)
 from harness.stats import mcnemar_exact, rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
@@ -125,6 +126,12 @@ def check_report(report: dict) -> None:
                "a string, number, boolean or null")
     if not is_number(report["threshold"]):
         raise ShapeError(f"threshold: expected a number, got {kind(report['threshold'])}")
+    own = report.get("thresholds", {})
+    if not isinstance(own, dict):
+        raise ShapeError(f"thresholds: expected an object, got {kind(own)}")
+    for stage, value in own.items():
+        if not is_number(value):
+            raise ShapeError(f"thresholds.{stage}: expected a number, got {kind(value)}")
     if "split" in report and not isinstance(report["split"], str):
         raise ShapeError(f"split: expected a string, got {kind(report['split'])}")
     if not isinstance(report["rows"], list):
@@ -170,6 +177,7 @@ def check_row(r: dict, where: str) -> None:
         if not isinstance(verdict, dict):
             raise ShapeError(f"{where}.judged.{name}: expected an object, got {kind(verdict)}")
         expect(verdict, "score", f"{where}.judged.{name}", or_null(is_number), "a number or null")
+        expect(verdict, "threshold", f"{where}.judged.{name}", is_number, "a number", required=False)
     if first is not None and first not in ROW_STAGES and first not in judged:
         raise ShapeError(f"{where}.judged.{first}: missing, but first_failure names it")
     # failure_reason: what it reads of the first failing stage
@@ -226,7 +234,8 @@ def measurement_differences(key_a: dict, key_b: dict) -> list[str]:
     """'field (A: x, B: y)' for every key field that makes two runs' scores incomparable."""
     shown = lambda value: "none" if value is None else str(value)  # noqa: E731
     return [f"{field} (A: {shown(key_a.get(field))}, B: {shown(key_b.get(field))})"
-            for field in (*MEASURED_BY, "threshold") if key_a.get(field) != key_b.get(field)]
+            for field in MEASURED_BY if key_a.get(field) != key_b.get(field)] + \
+        [f"{field} (A: {a}, B: {b})" for field, a, b in threshold_differences(key_a, key_b)]
 
 
 def passed(row: dict) -> bool:
@@ -438,8 +447,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.html == "":
             raise CompareError("--html: empty path; name the page to write, e.g. --html diff.html")
         report_a, report_b = load_report(args.a), load_report(args.b)
-        differences = measurement_differences({**report_a["key"], "threshold": report_a["threshold"]},
-                                              {**report_b["key"], "threshold": report_b["threshold"]})
+        differences = measurement_differences(
+            {**report_a["key"], "threshold": report_a["threshold"], "thresholds": report_a.get("thresholds")},
+            {**report_b["key"], "threshold": report_b["threshold"], "thresholds": report_b.get("thresholds")})
         if differences:
             raise CompareError(f"runs differ in {', '.join(differences)}; compare runs measured the same way")
         other_cases = case_differences(args.a, report_a, args.b, report_b)

@@ -22,7 +22,7 @@ from typing import Callable, Optional
 
 from cassette import (ABSENT, Cassette, RecordingError, code_of, entry_count, printable_stdout, read_key,
                       read_recording, shown, write_atomic)
-from harness import console, criteria, ladder, shapes
+from harness import checks as own_checks, console, criteria, ladder, shapes
 from harness.dataset import InputError
 from harness.inputs import Loaded, load_inputs
 from harness.entries import (EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, recorded_repeats, repeat,
@@ -34,8 +34,8 @@ from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, ch
 from harness.report import cases as cases_text, markdown
 from harness.run_files import header, replay_targets, report_files, run_name, write_if_changed
 from harness.selection import SelectionError, case_of, parse_shard, report_split, select
-from harness.stages import (THRESHOLD, added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores,
-                            spent, summarize, tool_verdict)
+from harness.stages import (added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores, spent,
+                            summarize, tool_verdict, with_threshold)
 from harness.trace import Unreadable
 
 HERE = Path(__file__).parent  # the default project: the bundled tracker example
@@ -112,15 +112,18 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "error": error or f"agent/{case['id']}{variant}: {e}"}
     found = {name: entry(name, deps_of, compute) for name, (deps_of, compute) in needed.items()}
     tools = found.pop(f"tools/{case['id']}{variant}")
+    judged = {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None}
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
                                                                  case.get("expected_args"), inputs.parameters,
                                                                  case.get("tools_match", "multiset")),
                 "retrieval": retrieval_scores(view["searches"], case["expected_docs"], inputs.k),
-                "judged": {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None},
+                "judged": {stage: with_threshold(v, inputs.project.threshold_of(stage))
+                           for stage, v in judged.items()},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
-    row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(view))
+    row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(view),
+                                         own_checks.run(inputs.loaded.checks, case, trace, view))
     row["first_failure"] = first_failure(row)
     if row["first_failure"] == "retrieval" and not variant:
         if not inputs.counterfactual:
@@ -195,7 +198,8 @@ def evaluate(inputs: Inputs, cassette: Cassette, judge: Callable = lambda: None,
         raise RecordingError(stale_message(cassette, stale, len(rows)))
     from harness.calibration_status import status
 
-    every = {"key": recording_key(inputs), "rows": rows, "calibration": status(inputs.project.folder, inputs.judge)}
+    every = {"key": recording_key(inputs), "rows": rows, "calibration": status(inputs.project.folder, inputs.judge),
+             "threshold": inputs.project.threshold, "thresholds": inputs.project.thresholds}
     return every if split is None else of_split(every, split)
 
 
@@ -203,8 +207,11 @@ def of_split(report: dict, split: str) -> dict:
     """The report of one split from a report of every case."""
     rows, k = [r for r in report["rows"] if split == "all" or r["split"] == split], report["key"]["k"]
     hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
-    return {"key": report["key"], "k": k, "threshold": THRESHOLD, "split": split, "held_out": hidden, "rows": rows,
-            "summary": {**summarize(rows, k), "ladder": ladder.summarize(rows, k, report["key"].get("rank"))},
+    return {"key": report["key"], "k": k, "threshold": report["threshold"],
+            **({"thresholds": report["thresholds"]} if report["thresholds"] else {}),
+            "split": split, "held_out": hidden, "rows": rows,
+            "summary": {**summarize(rows, k), **own_checks.summary(rows),
+                        "ladder": ladder.summarize(rows, k, report["key"].get("rank"))},
             **({"calibration": report["calibration"]} if "calibration" in report else {})}
 
 

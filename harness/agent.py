@@ -26,7 +26,7 @@ PYTHON_TYPES = {"integer": int, "string": str}
 def import_function(project: Project, spec: str, key: str):
     """The function a 'module:function' spec names, imported from the project folder."""
     module_name, name = spec.split(":")
-    project.module_file(spec)  # a clear error when the file is not in the project
+    project.module_file(spec, key)  # a clear error when the file is not in the project
     folder = str(project.folder)
     if folder in sys.path:
         sys.path.remove(folder)
@@ -50,18 +50,18 @@ def import_function(project: Project, spec: str, key: str):
     return function
 
 
-def wanted(function, spec: str, key: str = "agent") -> list[str]:
-    """The PROVIDED parameters a function names; a required parameter the harness cannot give is an error. A
-    `rank` function's first parameter is the query."""
+def wanted(function, spec: str, key: str = "agent", provided: tuple[str, ...] = PROVIDED) -> list[str]:
+    """The `provided` parameters a function names; a required parameter the harness cannot give is an error.
+    A `rank` function's first parameter is the query."""
     names, parameters = [], list(inspect.signature(function).parameters.values())
     for parameter in parameters[1:] if key == "rank" else parameters:
         if parameter.kind in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
             continue
-        if parameter.name in PROVIDED:
+        if parameter.name in provided:
             names.append(parameter.name)
         elif parameter.default is parameter.empty:
             raise InputError(f"{CONFIG}: {key}: {spec} takes {parameter.name!r}, which the harness does not "
-                             f"provide (it provides {', '.join(PROVIDED)})")
+                             f"provide (it provides {', '.join(provided)})")
     return names
 
 

@@ -2,13 +2,15 @@
 
 Retrieval is deterministic, so its tolerance is zero: one case that lost an expected page is a regression.
 Tools and the judged stages come from sampled models, so their pass rates may drop by TOLERANCE first.
-A baseline records what it was measured with, and is refused for a run measured any other way.
+A baseline records what it was measured with, the judged stages' thresholds too, and is refused for a run
+measured any other way.
 """
 import json
 from pathlib import Path
 from typing import NamedTuple, Optional
 
 from harness import ladder, stages
+from harness.stages import threshold_differences
 from cassette import read_json
 
 TOLERANCE = 0.1
@@ -28,7 +30,8 @@ class Verdict(NamedTuple):
 def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
     """The parts of a report a later run is held to."""
     return {"measured_with": {f: report["key"].get(f) for f in MEASURED_WITH}
-            | {"threshold": report["threshold"], "split": report.get("split", "all")},
+            | {"threshold": report["threshold"], "thresholds": report.get("thresholds", {}),
+               "split": report.get("split", "all")},
             "tolerance": tolerance,
             "pass_rate": report["summary"]["pass_rate"],
             "stages": report["summary"]["stages"],
@@ -84,10 +87,12 @@ def rate_of(stage: dict) -> Optional[float]:
 def check(report: dict, baseline: dict) -> Verdict:
     """Regressions of `report` against `baseline`; refuses a baseline measured another way."""
     current = from_report(report, baseline["tolerance"])
-    differs = [f for f, v in baseline["measured_with"].items() if current["measured_with"].get(f) != v]
+    before, after = baseline["measured_with"], current["measured_with"]
+    differs = [f"{f} ({v} -> {after.get(f)})" for f, v in before.items()
+               if f not in ("threshold", "thresholds") and after.get(f) != v]
+    differs += [f"{field} ({a} -> {b})" for field, a, b in threshold_differences(before, after)]
     if differs:
-        raise BaselineError("baseline was measured differently: " + ", ".join(
-            f"{f} ({baseline['measured_with'][f]} -> {current['measured_with'].get(f)})" for f in differs))
+        raise BaselineError("baseline was measured differently: " + ", ".join(differs))
     tolerance, regressions = baseline["tolerance"], []
     for case, recall in baseline["retrieval"].items():
         now = current["retrieval"].get(case)

@@ -39,14 +39,15 @@ def fail(key: str, message: str) -> InputError:
     return InputError(f"evals.toml: {key}: {message}")
 
 
-def parse(tables: Any) -> list[Criterion]:
-    """The `criteria` table of evals.toml, in the order it declares them."""
+def parse(tables: Any, default: float = THRESHOLD) -> list[Criterion]:
+    """The `criteria` table of evals.toml, in the order it declares them; a criterion without its own threshold
+    takes `default` (the project's `threshold`)."""
     if not isinstance(tables, dict):
         raise fail("criteria", f"expected tables [criteria.NAME], got {tables!r}")
-    return [criterion(name, table) for name, table in tables.items()]
+    return [criterion(name, table, default) for name, table in tables.items()]
 
 
-def criterion(name: str, table: Any) -> Criterion:
+def criterion(name: str, table: Any, default: float = THRESHOLD) -> Criterion:
     at = f"criteria.{name}"
     if not NAME.match(name):
         raise fail(at, "a criterion's name starts with a letter and holds only ASCII letters, digits, '-' and '_'")
@@ -62,7 +63,7 @@ def criterion(name: str, table: Any) -> Criterion:
     if not isinstance(rubric, str) or not rubric.strip():
         raise fail(f"{at}.rubric", "missing: say what a good answer does, as a sentence the judge reads"
                    if rubric is None else f"expected a non-empty string, got {rubric!r}")
-    threshold = table.get("threshold", THRESHOLD)
+    threshold = table.get("threshold", default)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise fail(f"{at}.threshold", f"expected a number from 0 to 1, got {threshold!r}")
     return Criterion(name, rubric.strip(), float(threshold), reads_of(at, table.get("reads", list(DEFAULT_READS))))

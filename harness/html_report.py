@@ -14,8 +14,8 @@ from markdown_it import MarkdownIt
 
 from harness import json_text
 from harness.console import visible
-from harness.report import gate_of, run_line, summary
-from harness.stages import STAGES, deepeval_disagrees, passes, stage_order, stage_results, threshold_of
+from harness.report import gate_of, run_line, summary, threshold
+from harness.stages import STAGES, THRESHOLD, deepeval_disagrees, passes, stage_order, stage_results, threshold_of
 from harness.stats import rate_text, wilson_interval
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
@@ -170,7 +170,17 @@ def _behaviour(r: dict) -> str:
         return ""
     failures = "".join(f"<li>{escaped(f)}</li>" for f in b.get("failures") or [])
     return (f'<h3>Behaviour</h3><p>Behaviour checks: <span class="{_verdict(b["pass"])}">{_mark(b["pass"])}'
-            f"</span></p>{f'<ul>{failures}</ul>' if failures else ''}")
+            f"</span></p>{f'<ul>{failures}</ul>' if failures else ''}{_checks(b.get('checks'))}")
+
+
+def _checks(checks: Optional[list]) -> str:
+    """The project's own checks (harness.checks) on this case: each one's verdict and reason."""
+    if not checks:
+        return ""
+    rows = "".join(f'<tr><td><code>{escaped(c["check"])}</code></td><td class="{_verdict(c["pass"])}">'
+                   f'{_mark(c["pass"])}</td><td>{escaped(c.get("reason") or "")}</td></tr>' for c in checks)
+    return ('<table class="checks"><thead><tr><th>check</th><th>verdict</th><th>reason</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
 
 
 def _judged(r: dict) -> str:
@@ -180,6 +190,8 @@ def _judged(r: dict) -> str:
         ok = None if gate is None else passes(score, threshold_of(r, m))
         verdict = "reported, not gating" if gate is None else f"{_mark(ok)}" + ("" if gate == m else
                                                                                   f" (gates {gate})")
+        if gate is not None and threshold_of(r, m) != THRESHOLD:
+            verdict += f" (threshold {threshold(threshold_of(r, m))})"
         rows.append(f'<tr><td>{escaped(m)}</td><td class="{_verdict(ok)} num">{_num(score)}</td>'
                     f'<td class="{_verdict(ok)}">{escaped(verdict)}</td><td>{escaped(v.get("reason") or "")}</td></tr>')
     if not rows:

@@ -3,7 +3,9 @@
 `load_inputs(project)` reads the pages and records evals.toml names (harness/project.py), reads the agent's
 tools (harness/agent.py) and checks the cases against all of them (harness/dataset.py).
 """
-from harness import agent
+from typing import Optional
+
+from harness import agent, checks as own_checks
 from harness.dataset import Validated, load_cases
 from harness.project import Project, read_pages, read_records
 
@@ -11,8 +13,10 @@ from harness.project import Project, read_pages, read_records
 class Loaded:
     """A project's inputs, loaded and checked: cases, pages, records by lookup tool, and the agent's tools."""
 
-    def __init__(self, project, cases: dict, pages: list[dict], records: dict[str, dict], described):
+    def __init__(self, project, cases: dict, pages: list[dict], records: dict[str, dict], described,
+                 checks: Optional[list] = None):
         self.project, self.cases, self.pages, self.records, self.described = project, cases, pages, records, described
+        self.checks = checks or []  # the project's own checks, imported (harness.checks)
 
 
 def load_inputs(project: Project) -> Loaded:
@@ -24,4 +28,4 @@ def load_inputs(project: Project) -> Loaded:
     cases = load_cases(project.path(project.cases), project.cases, {p["id"] for p in pages},
                        described.parameters(), project.retrievers(), validated)
     validated.save()
-    return Loaded(project, cases, pages, records, described)
+    return Loaded(project, cases, pages, records, described, own_checks.load(project))

@@ -46,6 +46,8 @@ def make_metric(name: str, judge, async_mode: bool = False):
     from deepeval.metrics import (AnswerRelevancyMetric, ContextualPrecisionMetric, ContextualRecallMetric,
                                   FaithfulnessMetric)
 
+    # DeepEval's threshold sets only its `success`, never recorded: the score and reason do not depend on it, so
+    # a project's own thresholds apply at scoring (stages.with_threshold) and never make an entry stale.
     options = {"threshold": THRESHOLD, "model": judge, "async_mode": async_mode}
     makers = {"faithfulness": lambda: FaithfulnessMetric(**options),
               "faithfulness_strict": lambda: FaithfulnessMetric(**options, penalize_ambiguous_claims=True),

@@ -16,10 +16,12 @@ from typing import Any, Optional, Union
 
 from harness import json_text
 from harness.dataset import InputError, read
+from harness.stages import JUDGED, THRESHOLD
 
 CONFIG = "evals.toml"
 ROLES = ("retriever", "lookup")
-TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria")
+TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria", "checks",
+            "threshold", "thresholds")
 TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key")}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
@@ -55,6 +57,9 @@ class Project:
     rank: Optional[str] = None
     roles: dict[str, ToolRole] = field(default_factory=dict)
     criteria: list = field(default_factory=list)  # judged criteria of its own (harness/criteria.py), in order
+    checks: list[str] = field(default_factory=list)  # "module:function" specs, run in the behaviour stage
+    threshold: float = THRESHOLD  # a judged stage's default threshold
+    thresholds: dict[str, float] = field(default_factory=dict)  # a judged stage's own, from [thresholds]
 
     @property
     def config(self) -> Path:
@@ -64,22 +69,25 @@ class Project:
         """A file evals.toml names, refused when it is a link to a file outside the project folder."""
         return inside(self.folder, self.folder / relative)
 
-    def module_file(self, spec: str) -> Path:
-        """The file of a 'module:function' spec's module inside the project folder."""
+    def module_file(self, spec: str, key: Optional[str] = None) -> Path:
+        """The file of a 'module:function' spec's module inside the project folder; `key` names the spec's
+        evals.toml key in the error."""
         module = spec.split(":")[0].replace(".", "/")
         for candidate in (self.folder / f"{module}.py", self.folder / module / "__init__.py"):
             if candidate.is_file():
                 return candidate
-        key = "agent" if spec == self.agent else "rank"
+        key = key or ("agent" if spec == self.agent else "rank")
         raise InputError(f"{CONFIG}: {key}: no module {spec.split(':')[0]!r} in {self.folder} "
                          f"(looked for {module}.py)")
 
     def source_files(self) -> list[Path]:
         """The files the agent's behaviour depends on: `sources` (globs allowed), else the factory's module and
         the rank function's."""
+        own = list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
         if not self.sources:
-            return list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
-        return files_of(self.folder, self.sources, "sources")
+            return own
+        checks = {self.module_file(spec, "checks") for spec in self.checks} - set(own)
+        return [path for path in files_of(self.folder, self.sources, "sources") if path not in checks]
 
     def sources_sha(self) -> str:
         """One hash of every source file's path (relative to the project) and bytes."""
@@ -98,6 +106,12 @@ class Project:
         """The first retriever that maps chunks to pages (`page` or `page_pattern`): how the ladder reads a
         rank function that ranks chunks."""
         return next((r for r in self.roles.values() if r.role == "retriever" and (r.page or r.page_pattern)), None)
+
+    def threshold_of(self, stage: str) -> float:
+        """The score at or above which a judged stage passes: a criterion's own, its [thresholds] entry, else
+        `threshold`."""
+        own = next((c.threshold for c in self.criteria if c.name == stage), None)
+        return own if own is not None else self.thresholds.get(stage, self.threshold)
 
 
 # Written by the harness, at the top of the project: a glob never matches a file in them.
@@ -219,11 +233,44 @@ def load(folder: Path) -> Project:
     tools = expect(config.get("tools", {}), dict, "tools", "tables [tools.NAME]")
     for name, table in tools.items():
         project.roles[name] = tool_role(name, expect(table, dict, f"tools.{name}", "a table"))
+    if "checks" in config:
+        project.checks = check_specs(config["checks"])
+    if "threshold" in config:
+        project.threshold = score_threshold(config["threshold"], "threshold")
+    if "thresholds" in config:
+        project.thresholds = stage_thresholds(config["thresholds"])
     if "criteria" in config:
         from harness import criteria
 
-        project.criteria = criteria.parse(config["criteria"])
+        project.criteria = criteria.parse(config["criteria"], project.threshold)
     return project
+
+
+def check_specs(value: Any) -> list[str]:
+    """`checks`: a "module:function" spec, or a list of them, each once."""
+    specs = [value] if isinstance(value, str) else expect(value, list, "checks", 'a list of "module:function"')
+    for i, spec in enumerate(specs):
+        key = f"checks[{i}]" if not isinstance(value, str) else "checks"
+        function_spec({key: spec}, key)
+        if spec in specs[:i]:
+            raise fail(key, f"{spec!r} is listed twice")
+    return specs
+
+
+def score_threshold(value: Any, key: str) -> float:
+    """A threshold: a number from 0 to 1, the score at or above which a judged stage passes."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise fail(key, f"expected a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def stage_thresholds(value: Any) -> dict[str, float]:
+    """`[thresholds]`: a threshold per judged stage (harness.stages.JUDGED)."""
+    table = expect(value, dict, "thresholds", "a table [thresholds] of stage = number")
+    unknown = [stage for stage in table if stage not in JUDGED]
+    if unknown:
+        raise fail(f"thresholds.{unknown[0]}", f"not a judged stage (valid: {', '.join(JUDGED)})")
+    return {stage: score_threshold(v, f"thresholds.{stage}") for stage, v in table.items()}
 
 
 def relative_path(value: Any, key: str) -> str:

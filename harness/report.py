@@ -101,11 +101,27 @@ def gate_of(row: dict, metric: str) -> Optional[str]:
 
 
 def legend(report: dict) -> str:
-    """How the judged scores gate, with the threshold the run used: the same words in every rendering."""
-    return (f"\nA judged score passes at {report.get('threshold', stages.THRESHOLD):.2f} or more. Ctx precision is "
-            "reported, never gating; on a case expecting an abstention ctx recall and relevancy are reported, not "
-            "gating. The behaviour judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks "
-            "in code.")
+    """How the judged scores gate, with the thresholds the run used (a stage's own after the default): the
+    same words in every rendering."""
+    own = report.get("thresholds") or {}
+    stated = f" ({'; '.join(f'{text(stage)} at {threshold(t)}' for stage, t in own.items())})" if own else ""
+    return (f"\nA judged score passes at {threshold(report.get('threshold', stages.THRESHOLD))} or more{stated}. "
+            "Ctx precision is reported, never gating; on a case expecting an abstention ctx recall and relevancy "
+            "are reported, not gating. The behaviour judgements (abstained, ignored_planted) gate the behaviour "
+            "stage, beside its checks in code.")
+
+
+def threshold(value: float) -> str:
+    """A threshold as the reports state it: to 2 places, or every digit it has when it has more."""
+    return f"{value:.2f}" if round(value, 2) == value else str(value)
+
+
+def check_lines(found: Optional[dict]) -> list[str]:
+    """The project's own checks (harness.checks), part of the behaviour stage: each one's passes."""
+    if not found:
+        return []
+    return ["\nChecks in code (the project's `checks`, part of the behaviour stage): "
+            + "; ".join(f"{code(spec)} {rate_text(r)}" for spec, r in found.items()) + "."]
 
 
 def summary(report: dict) -> str:
@@ -124,6 +140,7 @@ def summary(report: dict) -> str:
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
                                               if r["total"]) + ".")
     lines += criteria_lines(report)
+    lines += check_lines(s.get("checks"))
     ladder = s.get("ladder")
     if ladder and ladder.get("retriever"):
         ladder = {**ladder, "retriever": cell(ladder["retriever"])}  # the ladder's table names it in a cell

@@ -6,8 +6,8 @@ import textwrap
 from typing import Optional
 
 from harness.console import visible
-from harness.report import gate_of
-from harness.stages import failure_reason, passes, stage_results, threshold_of
+from harness.report import gate_of, threshold
+from harness.stages import THRESHOLD, failure_reason, passes, stage_results, threshold_of
 
 WIDTH = 100
 OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
@@ -57,6 +57,8 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
     if behaviour is not None:
         lines.append(f"  behaviour: {'pass' if behaviour['pass'] else 'FAIL'}"
                      + (f": {'; '.join(behaviour['failures'])}" if behaviour["failures"] else ""))
+        lines += [f"    check {c['check']}: {'pass' if c['pass'] else 'FAIL: ' + c['reason']}"
+                  for c in behaviour.get("checks", [])]
     tools = row.get("tools")
     if tools is not None:
         lines.append(f"  tools: {'pass' if tools['pass'] else 'FAIL'}: {tools['reason']}")
@@ -66,7 +68,7 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
                      f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}"
                      + (f"; missed {', '.join(retrieval['missed'])}" if retrieval["missed"] else ""))
     for stage, verdict in row.get("judged", {}).items():
-        lines += [f"  {stage}: {judged_verdict(row, stage, verdict.get('score'))}",
+        lines += [f"  {stage}: {judged_verdict(row, stage, verdict)}",
                   *wrapped(verdict.get("reason") or "", "      ")]
     first = row.get("first_failure")
     lines.append(f"first failure: {first}: {failure_reason(row)}" if first else "first failure: none, every stage "
@@ -74,11 +76,14 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
     return visible("\n".join(lines))
 
 
-def judged_verdict(row: dict, metric: str, score: Optional[float]) -> str:
-    """'FAIL 0.00 (gates behaviour)', 'pass 1.00', or '0.00 (reported, not gating)': a metric that gates
-    nothing has a score and no verdict."""
+def judged_verdict(row: dict, metric: str, verdict: dict) -> str:
+    """'FAIL 0.00 (gates behaviour)', 'pass 1.00', 'FAIL 0.85 (threshold 0.90)' where the threshold is not
+    the default, or '0.00 (reported, not gating)': a metric that gates nothing has a score and no verdict."""
+    score = verdict.get("score")
     shown = "-" if score is None else f"{score:.2f}"
     gate = gate_of(row, metric)
     if gate is None:
         return f"{shown} (reported, not gating)"
-    return f"{'pass' if passes(score, threshold_of(row, metric)) else 'FAIL'} {shown}" + ("" if gate == metric else f" (gates {gate})")
+    own = threshold_of(row, metric)
+    notes = ([] if gate == metric else [f"gates {gate}"]) + ([f"threshold {threshold(own)}"] if own != THRESHOLD else [])
+    return f"{'pass' if passes(score, own) else 'FAIL'} {shown}" + (f" ({'; '.join(notes)})" if notes else "")

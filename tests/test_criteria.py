@@ -245,3 +245,14 @@ def test_a_second_judge_is_compared_on_a_criterion_at_its_own_threshold():
 
     found = judges.compared(report("one", 0.6), report("two", 0.4))  # 0.6 passes at 0.5, 0.4 does not
     assert found["stages"]["polite"]["split"] == [{"id": "a", "first": 0.6, "second": 0.4}]
+
+
+def test_a_criterion_without_its_own_threshold_takes_the_projects(tmp_path):
+    from harness.project import load
+
+    (tmp_path / "evals.toml").write_text('agent = "agent:build"\nthreshold = 0.8\n[thresholds]\nfaithfulness = 0.9\n'
+                                         '[criteria.polite]\nrubric = "Thanks the user."\n'
+                                         '[criteria.brief]\nrubric = "Is short."\nthreshold = 0.5\n')
+    project = load(tmp_path)
+    assert [project.threshold_of(s) for s in ("polite", "brief", "faithfulness", "answer_relevancy")] == \
+        [0.8, 0.5, 0.9, 0.8]
