@@ -18,17 +18,17 @@ from harness import json_text
 from harness.dataset import InputError, read
 
 CONFIG = "evals.toml"
-ROLES = ("retriever", "lookup")
+ROLES = ("retriever", "lookup", "action")
 TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools")
-TOOL_KEYS = {"retriever": ("role", "ids"), "lookup": ("role", "records", "key")}
+TOOL_KEYS = {"retriever": ("role", "ids"), "lookup": ("role", "records", "key"), "action": ("role",)}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 @dataclass(frozen=True)
 class ToolRole:
-    """What evals.toml says of one tool: `retriever` (its output is ranked pages) or `lookup` (it reads the
-    record of `records` that its `key` argument names)."""
+    """What evals.toml says of one tool: `retriever` (its output is ranked pages), `lookup` (it reads the
+    record of `records` that its `key` argument names) or `action` (it has side effects: never run, proposed)."""
     name: str
     role: str
     records: Optional[str] = None
@@ -85,6 +85,9 @@ class Project:
 
     def retrievers(self) -> list[str]:
         return [name for name, r in self.roles.items() if r.role == "retriever"]
+
+    def actions(self) -> list[str]:
+        return [name for name, r in self.roles.items() if r.role == "action"]
 
 
 # Written by the harness, at the top of the project: a glob never matches a file in them.
