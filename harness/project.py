@@ -232,7 +232,8 @@ def tool_role(name: str, table: dict) -> ToolRole:
         raise fail(f"{at}.role", f"{'missing' if role is None else repr(role)}: must be one of {', '.join(ROLES)}")
     unknown = [k for k in table if k not in TOOL_KEYS[role]]
     if unknown:
-        raise fail(f"{at}.{unknown[0]}", f"unknown key for a {role} (valid: {', '.join(TOOL_KEYS[role])})")
+        raise fail(f"{at}.{unknown[0]}", f"unknown key for {'an' if role[0] in 'aeiou' else 'a'} {role} "
+                   f"(valid: {', '.join(TOOL_KEYS[role])})")
     if role == "lookup":
         for key in ("records", "key"):
             if key not in table:
