@@ -2,10 +2,12 @@
 
 An action is proposed only when the message asks for it in plain words: a sentence that is a request
 addressed to the assistant (it opens with 'please', 'can/could/would/will you', 'I'd like you to', 'go ahead
-and', or directly with the verb) whose verb is one the tool says it does (a word of its name, or the first
-word of a clause of its description) and which names another word of its name or description ('please open a
-ticket: ...' asks a tool described as 'file a bug report: open an issue'). A question about the action ('how do I file a bug report?') asks for nothing. Synonyms
-(issue, bug, ticket) count as the same word. No word of any one tool is built in.
+and', or directly with the verb) whose verb is one the tool says it does (its name's first word, after a cue
+any word of its name, or the first word of a clause of its description) and which names another word of its
+name or description ('please open a ticket: ...' asks a tool described as 'file a bug report: open an
+issue'). A question about the action ('how do I file a bug report?') or a statement that starts with one of
+its nouns ('bug #240 says ...') asks for nothing. Synonyms (issue, bug, ticket) count as the same word. No
+word of any one tool is built in.
 
 Its arguments come from the request's detail: the text after the request's colon (else after 'about',
 'regarding' or 'saying', else the whole message). A string argument named like an identifier (order_id,
@@ -49,33 +51,38 @@ def tool_words(name: str, description: str) -> set[str]:
     return content(with_synonyms(name_words(name) + words(description)))
 
 
-def request_head(sentence: str) -> Optional[str]:
-    """The request of a sentence addressed to the assistant, without its opening cue and its detail; None when
-    the sentence is a question about something rather than a request."""
+def request_head(sentence: str) -> Optional[tuple[bool, str]]:
+    """The request of a sentence addressed to the assistant, without its opening cue and its detail, and whether
+    it opened with a cue ('please', 'can you'); None when the sentence is a question or a statement about
+    something rather than a request."""
     head = sentence.split(":", 1)[0]
-    rest = head[_CUE.match(head).end():]
+    cue = _CUE.match(head)
+    rest = head[cue.end():]
     first = words(rest)[:1]
     if not first or first[0] in _QUESTION_OPENERS or first[0] in ("i", "we", "my", "our"):
         return None
-    return rest
+    return bool(cue.group(0).strip()), rest
 
 
-def action_verbs(name: str, description: str) -> set[str]:
-    """The verbs a tool says it does: its name's words and the first word of each clause of its description
-    (tools are named and described verb first: file_bug_report, 'File a bug report: open ...')."""
-    clauses = [name_words(name)] + [words(c)[:1] for c in re.split(r"[.:;,]|\band\b", description)]
+def action_verbs(name: str, description: str, cued: bool) -> set[str]:
+    """The verbs a tool says it does: its name's first word and the first word of each clause of its
+    description (tools are named and described verb first: file_bug_report, 'File a bug report: open ...'),
+    and after a cue ('please refund order 7' for send_refund) any word of its name."""
+    named = name_words(name)
+    clauses = [named if cued else named[:1]] + [words(c)[:1] for c in re.split(r"[.:;,]|\band\b", description)]
     return content(" ".join(w for first in clauses for w in first))
 
 
 def asks_for(sentence: str, name: str, description: str) -> bool:
     """Does the sentence request this action: its first word one of the tool's verbs, and another word of the
     tool's name or description named?"""
-    head = request_head(sentence)
-    if head is None:
+    found = request_head(sentence)
+    if found is None:
         return False
+    cued, head = found
     said = words(head)
     verb = content(said[0])
-    return bool(verb) and verb <= action_verbs(name, description) and \
+    return bool(verb) and verb <= action_verbs(name, description, cued) and \
         len(content(with_synonyms(said)) & tool_words(name, description)) >= 2
 
 

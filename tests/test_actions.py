@@ -209,13 +209,15 @@ def test_the_unasked_rule_holds_in_every_mode():
     ("Could you file a bug report about tags vanishing after import?", True),
     ("How do I file a bug report?", False),
     ("My sync fails offline. Is that a known bug?", False),
+    ("Bug #240 says week_start is ignored. What values does it take?", False),
+    ("Please report a bug: tags vanish after import.", True),
 ])
 def test_the_rules_model_proposes_an_action_asked_for_in_plain_words(message, acts):
     from offline.actions import requested_actions
 
     tool = {"role": "action", "description": "File a bug report: open a new issue with a title and a body.",
             "arguments": {"title": "string", "body": "string"}}
-    assert bool(requested_actions(message, {"report_problem": tool})) is acts
+    assert bool(requested_actions(message, {"file_bug_report": tool})) is acts
 
 
 def test_an_action_role_takes_no_other_key(tmp_path):
