@@ -225,7 +225,8 @@ def test_right_tool_with_a_wrong_argument_fails_and_names_it():
 ISSUE_212 = {"get_issue": {"number": 212}}
 PERFECT = {"score": 1.0, "reason": ""}
 # The bundled agent's tools' argument types, as read from its tools (a test below holds them to it).
-PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int}}
+PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int},
+              "file_bug_report": {"title": str, "body": str}}
 
 
 def test_right_tool_with_the_right_argument_passes():
