@@ -3,7 +3,8 @@ task-tracker CLI, with three tools, built through the same factory contract as a
 
 search_docs runs a vector search over the pages (k=3, page ids kept), get_issue looks an issue up in the
 records, and file_bug_report files a bug report (an action: evals.toml declares it, so the harness never runs
-it, only records the proposal). evals.toml names `build_agent` as the factory and `rank` as the ladder's view of its retriever.
+it, only records the proposal). evals.toml names `build_agent` as the factory and `rank` as the ladder's view
+of its retriever.
 `python assistant.py "question"` (or `--project DIR`) prints one trace of a project's agent.
 """
 import json

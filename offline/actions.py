@@ -11,9 +11,10 @@ word of any one tool is built in.
 
 Its arguments come from the request's detail: the text after the request's colon (else after 'about',
 'regarding' or 'saying', else the whole message). A string argument named like an identifier (order_id,
-ticket_number) gets the first token carrying a digit, one with a letter or '#' first (ORD-1002, #212); one named like a heading (title,
-subject, summary) the detail's first sentence, cut to 80 characters; any other string the detail; a number
-the first standalone number. An identifier or a number not in the detail is looked for in the message.
+ticket_number) gets the first token carrying a digit, one with a letter or '#' first (ORD-1002, #212); one
+named like a heading (title, subject, summary) the detail's first sentence, cut to 80 characters; any other
+string the detail; a number the first standalone number. An identifier or a number not in the detail is
+looked for in the message.
 """
 import re
 from typing import Any, Optional
