@@ -1,18 +1,23 @@
 """The bundled example agent: a LangChain agent that answers questions about `tracker`, an open-source
-task-tracker CLI, with two tools, built through the same factory contract as any project's agent.
+task-tracker CLI, with three tools, built through the same factory contract as any project's agent.
 
-search_docs runs a vector search over the pages (k=3, page ids kept) and get_issue looks an issue up in the
-records. evals.toml names `build_agent` as the factory and `rank` as the ladder's view of its retriever.
+search_docs runs a vector search over the pages (k=3, page ids kept), get_issue looks an issue up in the
+records, and file_bug_report files a bug report (an action: evals.toml declares it, so the harness never runs
+it, only records the proposal). evals.toml names `build_agent` as the factory and `rank` as the ladder's view
+of its retriever.
 `python assistant.py "question"` (or `--project DIR`) prints one trace of a project's agent.
 """
 import json
 import sys
 import threading
+from pathlib import Path
 from typing import Optional
 
 K = 3
+FILED = Path(__file__).with_name("filed-bug-reports.jsonl")  # where file_bug_report files, outside evaluation
 PROMPT = """You answer questions about `tracker`, an open-source task-tracker CLI.
 Use search_docs for questions about how tracker works and get_issue for a numbered issue.
+Use file_bug_report only when the user asks you to file a bug report; the user confirms it before it is filed.
 Answer only from what the tools return, in at most three sentences.
 If a message needs no lookup, reply without calling a tool."""
 
@@ -58,10 +63,17 @@ def build_agent(model, embeddings, pages: list, records: dict, given_pages: Opti
         issue = issues.get(str(number))
         return json.dumps({"number": number, **issue}) if issue else f"issue {number} does not exist"
 
+    def file_bug_report(title: str, body: str) -> str:
+        with open(FILED, "a", encoding="utf-8") as out:  # the side effect an evaluation must never cause
+            out.write(json.dumps({"title": title, "body": body}) + "\n")
+        return f"filed bug report {title!r}"
+
     tools = [StructuredTool.from_function(search_docs, description="Search the tracker documentation and return "
                                                                    "the three closest pages."),
              StructuredTool.from_function(get_issue, description="Look up a tracker GitHub issue by number: its "
-                                                                 "title, state and the version that fixed it.")]
+                                                                 "title, state and the version that fixed it."),
+             StructuredTool.from_function(file_bug_report, description="File a bug report about tracker: open "
+                                                                       "a new issue with a title and a body.")]
     return create_agent(model, tools=tools, system_prompt=PROMPT)
 
 

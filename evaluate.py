@@ -117,13 +117,15 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
                                                                  case.get("expected_args"), inputs.parameters,
-                                                                 case.get("tools_match", "multiset")),
+                                                                 case.get("tools_match", "multiset"),
+                                                                 inputs.project.actions()),
                 "retrieval": retrieval_scores(view["searches"], case["expected_docs"], inputs.k),
                 "judged": {stage: with_threshold(v, inputs.project.threshold_of(stage))
                            for stage, v in judged.items()},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
     row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(view),
-                                         own_checks.run(inputs.loaded.checks, case, trace, view))
+                                         own_checks.run(inputs.loaded.checks, case, trace, view),
+                                         inputs.project.actions())
     row["first_failure"] = first_failure(row)
     if row["first_failure"] == "retrieval" and not variant:
         if not inputs.counterfactual:

@@ -225,7 +225,8 @@ def test_right_tool_with_a_wrong_argument_fails_and_names_it():
 ISSUE_212 = {"get_issue": {"number": 212}}
 PERFECT = {"score": 1.0, "reason": ""}
 # The bundled agent's tools' argument types, as read from its tools (a test below holds them to it).
-PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int}}
+PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int},
+              "file_bug_report": {"title": str, "body": str}}
 
 
 def test_right_tool_with_the_right_argument_passes():
@@ -481,10 +482,10 @@ def test_the_default_replay_prints_a_table_per_category(here, capsys):
 def test_split_all_reports_every_case(here, capsys):
     assert evaluate_main("--split", "all") == 0
     out = capsys.readouterr().out
-    assert case_table(out) == case_ids("all") and len(case_ids("all")) == 36
+    assert case_table(out) == case_ids("all") and len(case_ids("all")) == 38
     assert "held out and not shown" not in out
     report = json.loads((here / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
-    assert report["split"] == "all" and report["held_out"] == 0 and len(report["rows"]) == 36
+    assert report["split"] == "all" and report["held_out"] == 0 and len(report["rows"]) == 38
 
 
 def test_split_holdout_reports_only_the_held_out_cases(here, capsys):

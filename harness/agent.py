@@ -201,8 +201,8 @@ def documents(pages: list[dict]) -> list:
 def builder(inputs, model: str, embedder: str):
     """Builds the project's agent with the run's models (`inputs`: entries.Inputs): build(None) the agent,
     build(pages) the counterfactual one, whose retriever must return exactly those pages. The chat model and
-    the embedder are built once, only if the factory names them."""
-    from harness import providers
+    the embedder are built once, only if the factory names them. An action tool is never run (harness.actions)."""
+    from harness import actions, providers
     from harness.live_calls import locked_once
 
     names = inputs.loaded.described.wanted
@@ -215,5 +215,7 @@ def builder(inputs, model: str, embedder: str):
                   "embeddings": embeddings() if "embeddings" in names else None,
                   "pages": pages() if "pages" in names else None,
                   "given_pages": None if given is None else documents(given)}
-        return build_agent(inputs.project, values)
+        agent = build_agent(inputs.project, values)
+        actions.intercept(agent, inputs.project.actions(), inputs.project.agent)  # never run, only proposed
+        return agent
     return build

@@ -1,6 +1,7 @@
 """Run any agent once and keep what it did: each tool call with its arguments, each tool's output as the
 agent saw it, the Documents a tool returned as its artifact or its retrievers returned through the
-callbacks, the answer and the token counts. Reading those as pages is harness/trace.py's job, at scoring time."""
+callbacks, the answer and the token counts, and the actions proposed (never run: harness/actions.py).
+Reading those as pages is harness/trace.py's job, at scoring time."""
 import json
 import threading
 from typing import Any, Optional
@@ -90,6 +91,8 @@ def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
     from langchain_core.documents import Document
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+    from harness.actions import MARKER
+
     handler = recorder()
     asked = [*messages_of(history or []), HumanMessage(content=question)]
     result = agent.invoke({"messages": asked}, config={"callbacks": [handler]})
@@ -102,7 +105,8 @@ def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
         raise AgentOutputError("the agent's messages hold no AI message: it gave no answer")
     calls = [{"name": c["name"], "args": c["args"]} for m in replies for c in m.tool_calls]
     by_call, names = handler.pages_by_call(), {c.get("id"): c["name"] for m in replies for c in m.tool_calls}
-    outputs = []
+    outputs, proposals = [], []
+    args_of = {c.get("id"): c["args"] for m in replies for c in m.tool_calls}
     for m in new:
         if not isinstance(m, ToolMessage):
             continue
@@ -112,9 +116,12 @@ def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
             output["artifact"] = [page_of(d) for d in artifact]
         if m.tool_call_id in by_call:
             output["callbacks"] = by_call[m.tool_call_id]
+        if isinstance(artifact, dict) and MARKER in artifact:  # an action's stand-in answered: not run
+            proposals.append({"tool": output["tool"], "args": args_of.get(m.tool_call_id, {})})
         outputs.append(output)
     usage = {"input_tokens": 0, "output_tokens": 0}
     for m in replies:
         for field in usage:
             usage[field] += (m.usage_metadata or {}).get(field, 0)
-    return {"answer": replies[-1].text, "tool_calls": calls, "tool_outputs": outputs, "usage": usage}
+    return {"answer": replies[-1].text, "tool_calls": calls, "tool_outputs": outputs, "usage": usage,
+            **({"proposed": proposals} if proposals else {})}

@@ -133,6 +133,8 @@ def check_stated(field: str, tool: str, name: str, kind: Optional[type], value: 
     if problem:
         key, message = problem
         raise InputError(f"{field}{'.' + key if key else ''}: {message}")
+    if "contains" in value and kind is not None and kind is not str:
+        raise InputError(f"{field}.contains: {tool} takes {name} as {kind.__name__}; contains applies to strings only")
     normalised = "normalize" in value
     if normalised and kind is not None and kind is not str:
         raise InputError(f"{field}.normalize: {tool} takes {name} as {kind.__name__}; normalize applies to "

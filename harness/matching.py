@@ -17,7 +17,9 @@ An argument rule is what a case states for one argument in `expected_args`: a pl
 carry it, read as the tool's declared type), or an object: `{"any_of": [v, ...]}` (any of these values),
 `{"equals": v}` (the value, also to state an object literally), either with `"normalize": ["case", "space"]`
 for strings (compared casefolded, `str.casefold`, so "Straße" is "STRASSE", and/or without surrounding
-whitespace, on both sides), or `{"ignore": true}` (the argument is not checked: a call need not carry it).
+whitespace, on both sides), `{"contains": ["s", ...]}` (a string argument holding each listed substring,
+ignoring case: what a ticket or a message must mention), or `{"ignore": true}` (the argument is not checked:
+a call need not carry it).
 """
 from collections import Counter
 from typing import Any, Callable, Optional
@@ -146,9 +148,10 @@ def agreed(mode: str, names: list[str], expected: list[str]) -> str:
 
 # ---- argument rules --------------------------------------------------------------------------------------
 
-RULE_KEYS = ("any_of", "equals", "ignore", "normalize")
+RULE_KEYS = ("any_of", "equals", "contains", "ignore", "normalize")
 NORMALISATIONS = {"case": "case", "space": "surrounding space"}
-RULE_SHAPES = '{"any_of": [...]}, {"equals": ...}, either with "normalize": ["case", "space"], or {"ignore": true}'
+RULE_SHAPES = ('{"any_of": [...]}, {"equals": ...}, either with "normalize": ["case", "space"], '
+               '{"contains": ["...", ...]} or {"ignore": true}')
 
 
 def is_rule(value: Any) -> bool:
@@ -168,6 +171,8 @@ def rule_error(value: dict) -> Optional[tuple[str, str]]:
         if len(value) > 1:
             return "", f"ignore takes no other key (it has {', '.join(k for k in value if k != 'ignore')})"
         return None
+    if "contains" in value:
+        return contains_error(value)
     given = [k for k in ("any_of", "equals") if k in value]
     if len(given) != 1:
         return "", ("a rule needs any_of or equals" if not given else "any_of and equals cannot both be given") + \
@@ -186,11 +191,29 @@ def rule_error(value: dict) -> Optional[tuple[str, str]]:
     return None
 
 
+def contains_error(value: dict) -> Optional[tuple[str, str]]:
+    """What makes a contains rule unusable: another key beside it, or not a non-empty list of non-empty strings."""
+    if len(value) > 1:
+        return "", f"contains takes no other key (it has {', '.join(k for k in value if k != 'contains')})"
+    wanted = value["contains"]
+    if not (isinstance(wanted, list) and wanted and all(isinstance(w, str) and w.strip() for w in wanted)):
+        return "contains", f"must be a non-empty list of the texts the argument must hold, not {wanted!r}"
+    return None
+
+
+def lacking(value: dict, got: Any) -> list[str]:
+    """The texts of a contains rule that the argument does not hold, ignoring case (all of them when it is not
+    a string)."""
+    if not isinstance(got, str):
+        return list(value["contains"])
+    return [w for w in value["contains"] if w.casefold() not in got.casefold()]
+
+
 def accepted(value: Any) -> list[Any]:
-    """The values a stated argument accepts (a well-formed rule, or a plain value); [] for ignore."""
+    """The values a stated argument accepts (a well-formed rule, or a plain value); [] for ignore and contains."""
     if not is_rule(value):
         return [value]
-    if value.get("ignore") is True:
+    if value.get("ignore") is True or "contains" in value:
         return []
     return list(value["any_of"]) if "any_of" in value else [value["equals"]]
 
@@ -228,6 +251,8 @@ def matches(value: Any, got: Any) -> bool:
     """Whether an argument's value, as the tool receives it, satisfies the stated value or rule."""
     if ignored(value):
         return True
+    if is_rule(value) and "contains" in value:
+        return not lacking(value, got)
     steps = value.get("normalize", []) if is_rule(value) else []
     return any(same(got, want, steps) for want in accepted(value))
 
@@ -238,6 +263,8 @@ def described(value: Any) -> str:
         return repr(value)
     if ignored(value):
         return "anything"
+    if "contains" in value:
+        return f"text containing {', '.join(map(repr, value['contains']))} (ignoring case)"
     values = accepted(value)
     text = repr(values[0]) if "equals" in value else f"one of {', '.join(map(repr, values))}"
     steps = value.get("normalize", [])

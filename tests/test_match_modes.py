@@ -307,12 +307,12 @@ AT = "cases.json: cases[6] (issue-212).expected_args.get_issue.number"
 
 @pytest.mark.parametrize("rule, message", [
     ({"one_of": [212]}, ": unknown rule 'one_of' (a rule is {\"any_of\": [...]}, {\"equals\": ...}, either with "
-                        "\"normalize\": [\"case\", \"space\"], or {\"ignore\": true})"),
+                        "\"normalize\": [\"case\", \"space\"], {\"contains\": [\"...\", ...]} or {\"ignore\": true})"),
     ({}, ": a rule needs any_of or equals (a rule is {\"any_of\": [...]}, {\"equals\": ...}, either with "
-         "\"normalize\": [\"case\", \"space\"], or {\"ignore\": true})"),
+         "\"normalize\": [\"case\", \"space\"], {\"contains\": [\"...\", ...]} or {\"ignore\": true})"),
     ({"any_of": [212], "equals": 212}, ": any_of and equals cannot both be given (a rule is {\"any_of\": [...]}, "
-                                       "{\"equals\": ...}, either with \"normalize\": [\"case\", \"space\"], or "
-                                       "{\"ignore\": true})"),
+                                       "{\"equals\": ...}, either with \"normalize\": [\"case\", \"space\"], "
+                                       "{\"contains\": [\"...\", ...]} or {\"ignore\": true})"),
     ({"any_of": []}, ".any_of: must be a non-empty list of acceptable values, not []"),
     ({"any_of": 212}, ".any_of: must be a non-empty list of acceptable values, not 212"),
     ({"any_of": [212, "213"]}, ".any_of[1]: get_issue takes number as int; '213' is not one"),
@@ -324,7 +324,8 @@ AT = "cases.json: cases[6] (issue-212).expected_args.get_issue.number"
     ({"equals": 212, "normalize": ["case"]}, ".normalize: get_issue takes number as int; normalize applies to "
                                              "strings only"),
     ({"normalize": ["case"]}, ": a rule needs any_of or equals (a rule is {\"any_of\": [...]}, {\"equals\": ...}, "
-                              "either with \"normalize\": [\"case\", \"space\"], or {\"ignore\": true})"),
+                              "either with \"normalize\": [\"case\", \"space\"], {\"contains\": [\"...\", ...]} or "
+                              "{\"ignore\": true})"),
 ])
 def test_a_rule_that_cannot_apply_is_refused(folder, rule, message):
     change_case(folder, "issue-212", expected_args={G: {"number": rule}})

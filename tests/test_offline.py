@@ -189,7 +189,8 @@ def test_the_agents_tools_take_the_parameters_scoring_reads_them_by(agent):
     described = loaded().described
     assert {name: {p: t for p, t in typing.get_type_hints(tool.func).items() if p != "return"}
             for name, tool in tools.items()} == described.parameters() == \
-        {"search_docs": {"query": str}, "get_issue": {"number": int}}
+        {"search_docs": {"query": str}, "get_issue": {"number": int},
+         "file_bug_report": {"title": str, "body": str}}
     assert {name: tool_arguments(convert_to_openai_tool(tool)) for name, tool in tools.items()} == \
         {t["name"]: t["parameters"] for t in described.tools}
     for sent in ("212", " 212 ", 212.0, "212.0", 212):
