@@ -18,7 +18,7 @@ NOT_RECORDED = "judge not calibrated: no calibration recording for it"
 
 def gating_metrics() -> list[str]:
     """The metrics exactly as evaluate.py runs them for a stage that gates."""
-    return [m for m in judged_metrics(["context"]) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED
+    return [m for m in judged_metrics(["context"], facts=True) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED
 
 
 def report_path(folder: Path, judge: str) -> Path:

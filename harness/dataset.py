@@ -215,5 +215,10 @@ def load_calibration(project) -> dict:
     cases = read(path, label)
     validated.check(path, "CalibrationSet", cases, label)
     unique_ids(label, cases["cases"], "cases")
+    for i, case in enumerate(cases["cases"]):
+        if (case["metric"] == "facts") != bool(case.get("expected_facts")):
+            need = "a facts row must list" if case["metric"] == "facts" else "only a facts row lists"
+            raise InputError(f"{label}: cases[{i}] ({case['id']}).expected_facts: {need} the facts the answer must "
+                             "convey")
     validated.save()
     return cases

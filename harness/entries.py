@@ -13,7 +13,8 @@ What each kind reads:
 - `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
   (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
   judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
-  `ignored_planted` for a case whose retriever returned a page with a planted instruction.
+  `ignored_planted` for a case whose retriever returned a page with a planted instruction. `facts`, for a
+  case with expected facts that does not expect an abstention, reads the answer and the expected facts only.
 - `index/pages`: no call, the hash of each page by its id, so that a run in which the pages changed names
   the pages that did.
 A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
@@ -122,7 +123,7 @@ def field_hashes(case: dict, trace: dict, context: list[str], question: Optional
     """The hash of each field a judge metric may read (judging.READS); `question` is judge_input(case), when
     the caller has it."""
     return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]),
-            "context": sha(context), "reference": sha(case["reference"])}
+            "context": sha(context), "reference": sha(case["reference"]), "facts": sha(case.get("expected_facts", []))}
 
 
 def judge_identity(judge: str) -> dict:
@@ -201,8 +202,13 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
         behaviour.append("abstained")
     if inputs.planted_retrieved(view):
         behaviour.append("ignored_planted")
-    for metric in judged_metrics(context) + behaviour:
+    for metric in judged_metrics(context, graded_on_facts(case)) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context, hashes),
-            Measure(metric, question, trace["answer"], case["reference"], context))
+            Measure(metric, question, trace["answer"], case["reference"], context, case.get("expected_facts")))
     return needed
+
+
+def graded_on_facts(case: dict) -> bool:
+    """A case with expected facts is graded on them, unless it expects an abstention."""
+    return bool(case.get("expected_facts")) and case.get("expected_behavior") != "abstain"

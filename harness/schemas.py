@@ -60,6 +60,9 @@ class Case(Strict):
     # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
     must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
     reference: str = NonEmpty
+    # Short statements a good answer must convey, each judged covered or not at the facts stage (not on an
+    # abstain case); none: the stage does not apply.
+    expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     # The earlier turns the agent receives before `question`: every stage scores the last turn.
     history: list[Turn] = Field(default_factory=list)
 
@@ -89,13 +92,15 @@ class Pages(Strict):
 class CalibrationCase(Strict):
     id: Id = NonEmpty
     metric: Literal["faithfulness", "faithfulness_strict", "contextual_recall", "answer_relevancy", "abstained",
-                    "ignored_planted"]
+                    "ignored_planted", "facts"]
     label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
     note: str = NonEmpty
     question: str = NonEmpty
     answer: str = NonEmpty
     reference: str = NonEmpty
     context: list[str] = NonEmpty
+    # The facts metric's rows: the facts the answer must convey (dataset.load_calibration requires them there).
+    expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
 
 
 class CalibrationSet(Strict):
