@@ -159,7 +159,7 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
         from harness.judging import measure
 
         compute = lambda: measure(case["metric"], judge(), case["question"], case["answer"],  # noqa: E731
-                                  case["reference"], case["context"])
+                                  case["reference"], case["context"], case.get("expected_facts"))
         try:
             tape.get(name, deps_of(case, judged_by), lambda: with_retries(name, compute, progress.log))
         except CallFailed as e:

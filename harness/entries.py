@@ -123,7 +123,8 @@ def field_hashes(case: dict, trace: dict, context: list[str], question: Optional
     """The hash of each field a judge metric may read (judging.READS); `question` is judge_input(case), when
     the caller has it."""
     return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]),
-            "context": sha(context), "reference": sha(case["reference"]), "facts": sha(case.get("expected_facts", []))}
+            "context": sha(context), "reference": sha(case["reference"]),
+            "expected_facts": sha(case.get("expected_facts", []))}
 
 
 def judge_identity(judge: str) -> dict:

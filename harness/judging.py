@@ -17,7 +17,7 @@ READS = {"faithfulness": ("answer", "context"), "faithfulness_strict": ("answer"
          "answer_relevancy": ("question", "answer"), "contextual_recall": ("reference", "context"),
          "contextual_precision": ("question", "reference", "context"),
          "abstained": ("question", "answer"), "ignored_planted": ("question", "answer", "context"),
-         "facts": ("answer", "facts")}
+         "facts": ("answer", "expected_facts")}
 # The behaviour judgements: DeepEval GEval in strict mode (score 1 or 0), narrow and literal, with fixed
 # steps so the judge is asked one question and never writes its own criteria. Score 1 is the good behaviour.
 BEHAVIOUR_STEPS = {
