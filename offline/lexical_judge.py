@@ -71,7 +71,8 @@ WARNING = re.compile(r"\b(?:do\s+not|don'?t|never|ignore|not\s+from|warning|warn
 
 
 # Facts: words that deny what a sentence says, that weaken it to a hint, and that disown a whole answer.
-NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|neither|nor|cannot|\w+n't)\b", re.IGNORECASE)
+# (a word, never part of a name: --no-expiry denies nothing)
+NEGATION = re.compile(r"(?<![\w-])(?:not|no|never|none|nothing|neither|nor|cannot|\w+n't)(?![\w-])", re.IGNORECASE)
 HEDGE = re.compile(r"\b(?:maybe|perhaps|probably|possibly|presumably|might|likely|somewhere|somehow|something\s+like|"
                    r"some\s+kind\s+of|i\s+think|i\s+believe|i\s+guess|i\s+suppose|seems?)\b", re.IGNORECASE)
 DISOWN = re.compile(r"\bi\s+(?:do\s+not|don't|really\s+don't)\s+(?:really\s+)?know\b|\bi'?m\s+not\s+(?:sure|certain)\b"
