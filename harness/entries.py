@@ -10,11 +10,12 @@ What each kind reads:
 - `tools/<case>`: the calls the trace made and the case's expected tools. It is free (DeepEval's
   ToolCorrectnessMetric on names, no model call), so a replay computes a stale one (rescored) rather than
   refusing: an edit to the expected tools alone pays for nothing and needs no live run.
-- `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
-  (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
-  judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
-  `ignored_planted` for a case whose retriever returned a page with a planted instruction. `facts`, for a
-  case with expected facts that does not expect an abstention, reads the answer and the expected facts only.
+- `judge/<case>/<stage>`: the metric and its settings (for a metric whose prompt is the harness's own, the
+  facts metric, the hash of its code), the judge, and the case fields the metric reads (judging.READS):
+  the answer, the context and, for some, the question or the reference. The behaviour judgements are
+  entries of this kind too: `abstained` for an abstain case that called a retriever, and `ignored_planted`
+  for a case whose retriever returned a page with a planted instruction. `facts`, for a case with expected
+  facts that does not expect an abstention, reads the answer and the expected facts only.
 - `index/pages`: no call, the hash of each page by its id, so that a run in which the pages changed names
   the pages that did.
 A case whose first failure is retrieval also gets the same three kinds for its counterfactual run, named
@@ -22,10 +23,12 @@ A case whose first failure is retrieval also gets the same three kinds for its c
 expected pages, so the trace depends on those pages' content instead of every page.
 """
 import hashlib
+from functools import cache
+from pathlib import Path
 from typing import Callable, Optional
 
 from harness import json_text, trace as traces
-from harness.judging import READS, judged_metrics, stage_of
+from harness.judging import OWN_METRICS, READS, judged_metrics, stage_of
 
 
 _SORTED = json_text.encoder(sort_keys=True)  # json.dumps(value, sort_keys=True)
@@ -107,7 +110,7 @@ class Inputs:
         """What one verdict depends on; `hashes` are the case's field hashes (field_hashes), computed once for
         all its metrics."""
         hashes = hashes or field_hashes(case, trace, context)
-        deps = {"metric": metric, **self.judged, **{f: hashes[f] for f in READS[metric]}}
+        deps = {"metric": metric, **metric_identity(metric), **self.judged, **{f: hashes[f] for f in READS[metric]}}
         return lambda value: deps
 
 
@@ -134,7 +137,17 @@ def judge_identity(judge: str) -> dict:
 
 def verdict_deps(metric: str, judge: dict, fields: dict) -> dict:
     """What one judged score depends on: the metric, the judge (judge_identity) and the fields it reads."""
-    return {"metric": metric, **judge, **{f: sha(fields[f]) for f in READS[metric]}}
+    return {"metric": metric, **metric_identity(metric), **judge, **{f: sha(fields[f]) for f in READS[metric]}}
+
+
+@cache
+def metric_identity(metric: str) -> dict:
+    """A metric whose prompt is the harness's own (judging.OWN_METRICS) as a verdict depends on it: the hash of
+    its code; nothing for DeepEval's metrics, which its name stands for."""
+    source = OWN_METRICS.get(metric)
+    if source is None:
+        return {}
+    return {"metric code": hashlib.sha256((Path(__file__).parent.parent / source).read_bytes()).hexdigest()[:12]}
 
 
 def versioned(field: str, name: str) -> dict:

@@ -29,7 +29,7 @@ class FactVerdict(BaseModel):
     covered: bool
 
 
-class FactVerdicts(BaseModel):
+class Verdicts(BaseModel):
     model_config = ConfigDict(extra="forbid")
     verdicts: list[FactVerdict]
 
@@ -79,14 +79,14 @@ class ExpectedFactsMetric(BaseMetric):
     def measure(self, test_case, _show_indicator: bool = False, _in_component: bool = False) -> float:
         text = self._start(test_case)
         return self._finish(generate_with_schema_and_extract(
-            self, text, FactVerdicts, extract_schema=lambda v: v.verdicts,
-            extract_json=lambda data: FactVerdicts.model_validate(data).verdicts))
+            self, text, Verdicts, extract_schema=lambda v: v.verdicts,
+            extract_json=lambda data: Verdicts.model_validate(data).verdicts))
 
     async def a_measure(self, test_case, _show_indicator: bool = False, _in_component: bool = False) -> float:
         text = self._start(test_case)
         return self._finish(await a_generate_with_schema_and_extract(
-            self, text, FactVerdicts, extract_schema=lambda v: v.verdicts,
-            extract_json=lambda data: FactVerdicts.model_validate(data).verdicts))
+            self, text, Verdicts, extract_schema=lambda v: v.verdicts,
+            extract_json=lambda data: Verdicts.model_validate(data).verdicts))
 
     def is_successful(self) -> bool:
         return bool(self.success)

@@ -18,6 +18,8 @@ READS = {"faithfulness": ("answer", "context"), "faithfulness_strict": ("answer"
          "contextual_precision": ("question", "reference", "context"),
          "abstained": ("question", "answer"), "ignored_planted": ("question", "answer", "context"),
          "facts": ("answer", "expected_facts")}
+# The metrics whose prompt is the harness's own, by their source: a verdict depends on that code too.
+OWN_METRICS = {"facts": "harness/facts.py"}
 # The behaviour judgements: DeepEval GEval in strict mode (score 1 or 0), narrow and literal, with fixed
 # steps so the judge is asked one question and never writes its own criteria. Score 1 is the good behaviour.
 BEHAVIOUR_STEPS = {
@@ -111,8 +113,8 @@ def measure(metric_name: str, judge, question: str, answer: str, reference: str,
     metric = make_metric(metric_name, judge, facts=facts)
     usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
     before = usage() if usage else None
-    _, took = timed(lambda: metric.measure(Measure(metric_name, question, answer, reference, context, facts).test_case(),
-                                           _show_indicator=False))
+    case = Measure(metric_name, question, answer, reference, context, facts).test_case()
+    _, took = timed(lambda: metric.measure(case, _show_indicator=False))
     tokens = (metric.input_tokens, metric.output_tokens)
     if tokens == (None, None) and usage:
         tokens = tuple(after - start for after, start in zip(usage(), before))

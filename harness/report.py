@@ -78,7 +78,7 @@ def markdown(report: dict) -> str:
     k = report["k"]
     lines = [f"# {run_line(report)}\n",
              f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
-             "| ctx recall | relevancy | facts | first failure |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| ctx recall | relevancy | facts | first failure |", "|---" * 13 + "|"]
     lines += [table_row(r) for r in report["rows"]]
     return visible("\n".join(lines)) + "\n" + summary(report)
 
@@ -106,8 +106,8 @@ def legend(report: dict) -> str:
     return (f"\nA judged score passes at {report.get('threshold', stages.THRESHOLD):.2f} or more. Ctx precision is "
             "reported, never gating; on a case expecting an abstention ctx recall and relevancy are reported, not "
             "gating. Facts is 1 when the answer states every expected fact, else 0; a case without expected facts, or "
-            "expecting an abstention, is not graded on facts (-). The behaviour judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks "
-            "in code.")
+            "expecting an abstention, is not graded on facts (-). The behaviour judgements (abstained, "
+            "ignored_planted) gate the behaviour stage, beside its checks in code.")
 
 
 def summary(report: dict) -> str:

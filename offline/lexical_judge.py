@@ -35,7 +35,7 @@ The rules, all on content words (stopwords dropped, crude stems, see words.py):
     relays one (holds its URL or address, an identifier of its own, or at least RELAYED of its content
     words) without framing it as a warning (WARNING words in that sentence or the one before, other than
     the instruction's own); else 1. The reason names the sentence.
-- expected facts (harness/facts.py, schema FactVerdicts), read from the JSON under its Input header: each
+- expected facts (harness/facts.py, schema Verdicts), read from the JSON under its Input header: each
   fact is covered when one sentence of the answer, or one clause of it (words.parts, also split at ':' and
   ','),
   (1) holds at least SUPPORTED of the fact's content words, (2) holds each of the fact's numbers, and where
@@ -380,38 +380,39 @@ def fact_pieces(answer: str) -> list[str]:
     ':' and ','), so that a denial after a comma ('..., not to the terminal') stays out of the clause before."""
     found = []
     for s in sentences(answer):
-        found += [s] + [p.strip() for part in parts(s) for p in re.split(r"[:,]", part) if p.strip() and p.strip() != s]
+        found += [s] + [p.strip() for part in parts(s) for p in re.split(r"[:,]", part) if p.strip()]
     return list(dict.fromkeys(found))
 
 
+def unstated(fact: str, piece: str) -> str:
+    """Why this piece of the answer does not state the fact (the rules in the module docstring); '' if it does."""
+    wanted, said = content(fact), content(piece)
+    share = coverage(wanted, said)
+    if share < SUPPORTED:
+        return f"the closest, '{quote(piece)}', holds {share:.0%} of its words; not found: {missing(wanted, said)}"
+    wrong = states_quantities(fact, piece)
+    if wrong:
+        return f"'{quote(piece)}' does not state {', '.join(wrong)}"
+    if counted(NEGATION, piece) > counted(NEGATION, fact):
+        return f"'{quote(piece)}' negates it"
+    if counted(HEDGE, piece) > counted(HEDGE, fact):
+        return f"'{quote(piece)}' only hedges it"
+    return ""
+
+
 def fact_verdict(fact: str, answer: str) -> dict:
+    """One fact's verdict on the whole answer: the first piece, most of the fact's words first, that states it."""
     disowning = next((s for s in sentences(answer) if disowns(s)), None)
     if disowning:
         return {"reason": f"The answer disowns what it says: '{quote(disowning)}'.", "covered": False}
-    wanted, pieces = content(fact), fact_pieces(answer)
-    close = sorted(pieces, key=lambda p: -coverage(wanted, content(p)))
-    for piece in close:
-        share = coverage(wanted, content(piece))
-        if share < SUPPORTED:
-            break
-        if states_quantities(fact, piece) or counted(NEGATION, piece) > counted(NEGATION, fact) \
-                or counted(HEDGE, piece) > counted(HEDGE, fact):
-            continue
-        return {"reason": f"Stated in '{quote(piece)}' ({share:.0%} of its words).", "covered": True}
-    if not close:
+    pieces = sorted(fact_pieces(answer), key=lambda p: -coverage(content(fact), content(p)))
+    if not pieces:
         return {"reason": "The answer says nothing.", "covered": False}
-    best = close[0]
-    wrong = states_quantities(fact, best)
-    if coverage(wanted, content(best)) < SUPPORTED:
-        why = (f"the closest, '{quote(best)}', holds {coverage(wanted, content(best)):.0%} of its words; "
-               f"not found: {missing(wanted, content(best))}")
-    elif wrong:
-        why = f"'{quote(best)}' does not state {', '.join(wrong)}"
-    elif counted(NEGATION, best) > counted(NEGATION, fact):
-        why = f"'{quote(best)}' negates it"
-    else:
-        why = f"'{quote(best)}' only hedges it"
-    return {"reason": f"Not stated: {why}.", "covered": False}
+    stating = next((p for p in pieces if not unstated(fact, p)), None)
+    if stating is None:
+        return {"reason": f"Not stated: {unstated(fact, pieces[0])}.", "covered": False}
+    return {"reason": f"Stated in '{quote(stating)}' ({coverage(content(fact), content(stating)):.0%} of its words).",
+            "covered": True}
 
 
 def _facts(p):
@@ -450,7 +451,7 @@ HANDLERS = {
     ("contextual_precision", "Verdicts"): _precision_verdicts,
     ("contextual_precision", "ContextualPrecisionScoreReason"): _precision_reason,
     ("g_eval", "ReasonScore"): _behaviour,
-    ("facts", "FactVerdicts"): _facts,
+    ("facts", "Verdicts"): _facts,
 }
 
 

@@ -85,7 +85,7 @@ class OneVerdictJudge:
     def __new__(cls):
         from deepeval.models import DeepEvalBaseLLM
 
-        from harness.facts import FactVerdicts
+        from harness.facts import Verdicts
 
         class Judge(DeepEvalBaseLLM):
             def load_model(self):
@@ -95,7 +95,7 @@ class OneVerdictJudge:
                 return "one-verdict"
 
             def generate(self, prompt, schema=None):
-                return FactVerdicts.model_validate({"verdicts": [{"reason": "all there", "covered": True}]})
+                return Verdicts.model_validate({"verdicts": [{"reason": "all there", "covered": True}]})
 
             async def a_generate(self, prompt, schema=None):
                 return self.generate(prompt, schema)
@@ -165,13 +165,14 @@ def test_the_facts_entry_depends_on_the_answer_and_the_facts_only():
 
     inputs = offline_inputs()
     trace = {"answer": "Tokens expire after 90 days.", "tool_calls": [], "tool_outputs": []}
-    case = {"id": "t", "question": "Do tokens expire?", "reference": "r", "expected_tools": [], "expected_facts": EXPIRY}
+    case = {"id": "t", "question": "Do tokens expire?", "reference": "r", "expected_tools": [],
+            "expected_facts": EXPIRY}
 
     def deps(**change):
         return case_entries(inputs, {**case, **change}, trace)["judge/t/facts"][0](None)
 
     assert deps(question="Other?", reference="other") == deps()
-    assert deps(expected_facts=EXPIRY[:1]) != deps()
+    assert deps(expected_facts=EXPIRY[:1]) != deps() and "metric code" in deps()  # its prompt is ours
 
 
 # ---- the bundled example, examples/inverter and a project of one's own ----------------------------------------
