@@ -10,7 +10,7 @@ from deepeval.metrics import BaseMetric
 from deepeval.metrics.utils import (a_generate_with_schema_and_extract, generate_with_schema_and_extract,
                                     initialize_model, prepare_measure)
 from deepeval.test_case import SingleTurnParams
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 INPUT = "Input (JSON):"
 STEPS = """You check whether an assistant's answer states each of the expected facts.
@@ -23,14 +23,12 @@ A claim the answer adds that is not among the facts neither covers nor uncovers 
 Return exactly one verdict per expected fact: {"verdicts": [{"reason": "...", "covered": true}, ...]}."""
 
 
-class FactVerdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FactVerdict(BaseModel):  # plain, as DeepEval's schemas are: a provider's schema reader may refuse more
     reason: str  # first: the judge says why before it commits
     covered: bool
 
 
 class Verdicts(BaseModel):
-    model_config = ConfigDict(extra="forbid")
     verdicts: list[FactVerdict]
 
 

@@ -122,6 +122,28 @@ def test_the_recorded_verdict_keeps_each_facts_reason():
     assert all(f["reason"] for f in found["facts"]) and found["tokens_in"] > 0
 
 
+def test_a_misaligned_verdict_list_makes_the_case_an_error_counted_apart(tmp_path, monkeypatch, capsys):
+    from offline import lexical_judge
+
+    monkeypatch.chdir(tmp_path)
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    assert evaluate.main(["init", "mine"]) == 0
+    path = tmp_path / "mine" / "cases.json"
+    cases = json.loads(path.read_text())
+    cases["cases"][0]["expected_facts"] = ["Notes edited offline sync when the app is back online", "Sync needs a "
+                                           "connection"]
+    path.write_text(json.dumps(cases))
+    kind = ("facts", "Verdicts")
+    real = lexical_judge.HANDLERS[kind]
+    monkeypatch.setitem(lexical_judge.HANDLERS, kind, lambda p: {"verdicts": real(p)["verdicts"][:1]})
+    assert evaluate.main(["--project", "mine", "--live", "--quiet"]) == 3  # incomplete: never padded or cut
+    found = json.loads((tmp_path / "mine" / "runs" / "acme-notes+rules+hash+lexical.json").read_text())
+    broken = found["rows"][0]
+    assert broken["first_failure"] == "error" and "1 fact verdicts for 2 expected facts" in broken["error"]
+    assert found["summary"]["errors"] == 1 and found["summary"]["stages"]["facts"]["total"] == 0
+
+
 # ---- the stage ------------------------------------------------------------------------------------------------
 
 def test_facts_comes_after_answer_relevancy_and_the_seeds_five_keep_their_order():
