@@ -29,36 +29,19 @@ def rows_of(path: Path) -> dict:
 
 # ---- the lexical judge's reading ----------------------------------------------------------------------------
 
-def test_a_fact_stated_in_the_answer_is_covered():
-    assert covered("Tokens expire after 90 days", "Yes: tokens expire after 90 days unless created with --no-expiry.")
-
-
-def test_the_right_number_with_the_wrong_unit_is_not_covered():
-    assert not covered("Tokens expire after 90 days", "Tokens expire after 90 hours.")
-
-
-def test_a_wrong_number_is_not_covered():
-    assert not covered("The second machine waits up to 30 seconds", "The second machine waits up to 60 seconds.")
-
-
-def test_a_fact_in_a_negated_sentence_is_not_covered():
-    assert not covered("Tokens expire after 90 days", "Tokens do not expire after 90 days.")
-
-
-def test_a_denial_after_a_comma_leaves_the_clause_before_it_stated():
-    assert covered("Debug output goes to debug.log", "Debug output goes to debug.log, not to the terminal.")
-
-
-def test_a_hedged_hint_is_not_a_statement():
-    assert not covered("Set color = never in config.toml", "You could probably set color somewhere in config.toml.")
-
-
-def test_an_answer_that_ends_in_i_dont_know_disowns_its_facts():
-    assert not covered("Tokens expire after 90 days", "Tokens expire after 90 days. But honestly, I don't know.")
-
-
-def test_a_name_holding_no_is_not_a_denial():
-    assert covered("Unless created with --no-expiry", "Unless they were created with --no-expiry, they expire.")
+@pytest.mark.parametrize("fact, answer, stated", [
+    ("Tokens expire after 90 days", "Yes: tokens expire after 90 days unless created with --no-expiry.", True),
+    ("Tokens expire after 90 days", "Tokens expire after 90 hours.", False),
+    ("The second machine waits up to 30 seconds", "The second machine waits up to 60 seconds.", False),
+    ("Tokens expire after 90 days", "Tokens do not expire after 90 days.", False),
+    ("Debug output goes to debug.log", "Debug output goes to debug.log, not to the terminal.", True),
+    ("Set color = never in config.toml", "You could probably set color somewhere in config.toml.", False),
+    ("Tokens expire after 90 days", "Tokens expire after 90 days. But honestly, I don't know.", False),
+    ("Unless created with --no-expiry", "Unless they were created with --no-expiry, they expire.", True),
+], ids=["stated", "right-number-wrong-unit", "wrong-number", "negated", "denial-after-a-comma-stays-out",
+        "hedged-hint", "buried-i-dont-know-disowns", "a-name-holding-no-is-no-denial"])
+def test_the_lexical_judge_reads_a_fact(fact, answer, stated):
+    assert covered(fact, answer) is stated
 
 
 # ---- the verdict: one per fact, strict, a misaligned list an error --------------------------------------------
@@ -122,18 +105,25 @@ def test_the_recorded_verdict_keeps_each_facts_reason():
     assert all(f["reason"] for f in found["facts"]) and found["tokens_in"] > 0
 
 
-def test_a_misaligned_verdict_list_makes_the_case_an_error_counted_apart(tmp_path, monkeypatch, capsys):
-    from offline import lexical_judge
-
+def init_project(tmp_path: Path, monkeypatch, facts: dict[str, list[str]]) -> Path:
+    """A project made by `evaluate.py init` in tmp_path, with these expected facts by case id; offline backends."""
     monkeypatch.chdir(tmp_path)
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
     assert evaluate.main(["init", "mine"]) == 0
     path = tmp_path / "mine" / "cases.json"
     cases = json.loads(path.read_text())
-    cases["cases"][0]["expected_facts"] = ["Notes edited offline sync when the app is back online", "Sync needs a "
-                                           "connection"]
+    for case in cases["cases"]:
+        case.update({"expected_facts": facts[case["id"]]} if case["id"] in facts else {})
     path.write_text(json.dumps(cases))
+    return tmp_path / "mine"
+
+
+def test_a_misaligned_verdict_list_makes_the_case_an_error_counted_apart(tmp_path, monkeypatch):
+    from offline import lexical_judge
+
+    init_project(tmp_path, monkeypatch, {"offline-edits": ["Notes edited offline sync when the app is back online",
+                                                           "Sync needs a connection"]})
     kind = ("facts", "Verdicts")
     real = lexical_judge.HANDLERS[kind]
     monkeypatch.setitem(lexical_judge.HANDLERS, kind, lambda p: {"verdicts": real(p)["verdicts"][:1]})
@@ -231,18 +221,9 @@ def test_an_inverter_answer_lacking_an_added_fact_fails_at_facts_naming_it(tmp_p
 
 
 def test_a_project_made_by_init_grades_its_own_expected_facts(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    for name, value in OFFLINE.items():
-        monkeypatch.setenv(name, value)
-    assert evaluate.main(["init", "mine"]) == 0
-    path = tmp_path / "mine" / "cases.json"
-    cases = json.loads(path.read_text())
-    by_id = {c["id"]: c for c in cases["cases"]}
-    by_id["offline-edits"]["expected_facts"] = ["Notes edited offline sync when the app is back online",
-                                                "Sync needs an internet connection"]
-    by_id["order-status"]["expected_facts"] = ["ORD-1002 was refunded on 3 March"]
-    by_id["printing"]["expected_facts"] = ["Printing is not supported"]
-    path.write_text(json.dumps(cases))
+    init_project(tmp_path, monkeypatch, {
+        "offline-edits": ["Notes edited offline sync when the app is back online", "Sync needs an internet connection"],
+        "order-status": ["ORD-1002 was refunded on 3 March"], "printing": ["Printing is not supported"]})
     assert evaluate.main(["--project", "mine", "--live", "--quiet"]) == 0
     rows = rows_of(tmp_path / "mine" / "runs" / "acme-notes+rules+hash+lexical.json")
     assert rows["offline-edits"]["first_failure"] is None and rows["offline-edits"]["judged"]["facts"]["score"] == 1
