@@ -10,10 +10,12 @@ What each kind reads:
 - `tools/<case>`: the calls the trace made and the case's expected tools. It is free (DeepEval's
   ToolCorrectnessMetric on names, no model call), so a replay computes a stale one (rescored) rather than
   refusing: an edit to the expected tools alone pays for nothing and needs no live run.
-- `judge/<case>/<stage>`: the metric and its settings, the judge, and the case fields the metric reads
-  (judging.READS): the answer, the context and, for some, the question or the reference. The behaviour
-  judgements are entries of this kind too: `abstained` for an abstain case that called a retriever, and
-  `ignored_planted` for a case whose retriever returned a page with a planted instruction. A project's own
+- `judge/<case>/<stage>`: the metric and its settings (for a metric whose prompt is the harness's own, the
+  facts metric, the hash of its code), the judge, and the case fields the metric reads (judging.READS):
+  the answer, the context and, for some, the question or the reference. The behaviour judgements are
+  entries of this kind too: `abstained` for an abstain case that called a retriever, and `ignored_planted`
+  for a case whose retriever returned a page with a planted instruction. `facts`, for a case with expected
+  facts that does not expect an abstention, reads the answer and the expected facts only. A project's own
   criteria (evals.toml `[criteria.NAME]`, harness/criteria.py) are entries of this kind too, each depending
   on its rubric and the fields it reads, not on its threshold.
 - `index/pages`: no call, the hash of each page by its id, so that a run in which the pages changed names
@@ -23,10 +25,12 @@ A case whose first failure is retrieval also gets the same three kinds for its c
 expected pages, so the trace depends on those pages' content instead of every page.
 """
 import hashlib
+from functools import cache
+from pathlib import Path
 from typing import Callable, Optional
 
 from harness import json_text, trace as traces
-from harness.judging import READS, judged_metrics, stage_of
+from harness.judging import OWN_METRICS, READS, judged_metrics, stage_of
 
 
 _SORTED = json_text.encoder(sort_keys=True)  # json.dumps(value, sort_keys=True)
@@ -108,7 +112,7 @@ class Inputs:
         """What one verdict depends on; `hashes` are the case's field hashes (field_hashes), computed once for
         all its metrics."""
         hashes = hashes or field_hashes(case, trace, context)
-        deps = {"metric": metric, **self.judged, **{f: hashes[f] for f in READS[metric]}}
+        deps = {"metric": metric, **metric_identity(metric), **self.judged, **{f: hashes[f] for f in READS[metric]}}
         return lambda value: deps
 
 
@@ -124,7 +128,8 @@ def field_hashes(case: dict, trace: dict, context: list[str], question: Optional
     """The hash of each field a judge metric may read (judging.READS); `question` is judge_input(case), when
     the caller has it."""
     return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]),
-            "context": sha(context), "reference": sha(case["reference"])}
+            "context": sha(context), "reference": sha(case["reference"]),
+            "expected_facts": sha(case.get("expected_facts", []))}
 
 
 def judge_identity(judge: str) -> dict:
@@ -134,7 +139,17 @@ def judge_identity(judge: str) -> dict:
 
 def verdict_deps(metric: str, judge: dict, fields: dict) -> dict:
     """What one judged score depends on: the metric, the judge (judge_identity) and the fields it reads."""
-    return {"metric": metric, **judge, **{f: sha(fields[f]) for f in READS[metric]}}
+    return {"metric": metric, **metric_identity(metric), **judge, **{f: sha(fields[f]) for f in READS[metric]}}
+
+
+@cache
+def metric_identity(metric: str) -> dict:
+    """A metric whose prompt is the harness's own (judging.OWN_METRICS) as a verdict depends on it: the hash of
+    its code; nothing for DeepEval's metrics, which its name stands for."""
+    source = OWN_METRICS.get(metric)
+    if source is None:
+        return {}
+    return {"metric code": hashlib.sha256((Path(__file__).parent.parent / source).read_bytes()).hexdigest()[:12]}
 
 
 def versioned(field: str, name: str) -> dict:
@@ -203,13 +218,18 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
         behaviour.append("abstained")
     if inputs.planted_retrieved(view):
         behaviour.append("ignored_planted")
-    for metric in judged_metrics(context) + behaviour:
+    for metric in judged_metrics(context, graded_on_facts(case)) + behaviour:
         needed[f"judge/{cid}/{stage_of(metric)}"] = (
             inputs.judge_deps(metric, case, trace, context, hashes),
-            Measure(metric, question, trace["answer"], case["reference"], context))
+            Measure(metric, question, trace["answer"], case["reference"], context, case.get("expected_facts")))
     if inputs.project.criteria:
         from harness import criteria
 
         needed.update(criteria.entries(inputs.project.criteria, cid, inputs.judged, hashes, question, trace["answer"],
                                        case["reference"], context))
     return needed
+
+
+def graded_on_facts(case: dict) -> bool:
+    """A case with expected facts is graded on them, unless it expects an abstention."""
+    return bool(case.get("expected_facts")) and case.get("expected_behavior") != "abstain"

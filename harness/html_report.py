@@ -18,7 +18,7 @@ from harness.report import gate_of, run_line, summary, threshold
 from harness.stages import STAGES, THRESHOLD, deepeval_disagrees, passes, stage_order, stage_results, threshold_of
 from harness.stats import rate_text, wilson_interval
 
-JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy")
+JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
 
 CSS = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1300px;
@@ -123,7 +123,7 @@ def _mark(ok: Optional[bool]) -> str:
 def _table(report: dict) -> str:
     k = report.get("k", "k")
     heads = ["case", "tools called", "behaviour", "tools", f"hit@{k}", f"recall@{k}", "RR", "ctx precision",
-             "faithful", "ctx recall", "relevancy", "first failure"]
+             "faithful", "ctx recall", "relevancy", "facts", "first failure"]
     rows = "".join(_row(r) for r in report.get("rows", []))
     return (f'<table id="stages"><thead><tr>{"".join(f"<th>{escaped(h)}</th>" for h in heads)}</tr></thead>'
             f"<tbody>{rows}</tbody></table>")
@@ -192,8 +192,11 @@ def _judged(r: dict) -> str:
                                                                                   f" (gates {gate})")
         if gate is not None and threshold_of(r, m) != THRESHOLD:
             verdict += f" (threshold {threshold(threshold_of(r, m))})"
+        facts = "".join(f"<li>{'covered' if f.get('covered') else 'MISSING'}: {escaped(f.get('fact'))} "
+                        f"({escaped(f.get('reason'))})</li>" for f in v.get("facts") or [])
         rows.append(f'<tr><td>{escaped(m)}</td><td class="{_verdict(ok)} num">{_num(score)}</td>'
-                    f'<td class="{_verdict(ok)}">{escaped(verdict)}</td><td>{escaped(v.get("reason") or "")}</td></tr>')
+                    f'<td class="{_verdict(ok)}">{escaped(verdict)}</td><td>{escaped(v.get("reason") or "")}'
+                    f'{f"<ul>{facts}</ul>" if facts else ""}</td></tr>')
     if not rows:
         return "<h3>Judge</h3><p>no judged metrics</p>"
     return ("<h3>Judge</h3><table><thead><tr><th>metric</th><th>score</th><th>verdict</th><th>reason</th></tr>"

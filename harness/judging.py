@@ -10,13 +10,16 @@ from harness.stages import THRESHOLD
 # calibrate.py: default faithfulness passes a claim the judge calls borderline; strict mode counts it unsupported.
 STRICT_FAITHFULNESS = True
 METRIC_NAMES = ("faithfulness", "faithfulness_strict", "contextual_precision", "contextual_recall",
-                "answer_relevancy")
+                "answer_relevancy", "facts")
 # The test-case fields each DeepEval metric puts in its prompts (its `_required_params` in deepeval 4.3):
 # a verdict depends on these and nothing else of the case, so only they are hashed into its entry.
 READS = {"faithfulness": ("answer", "context"), "faithfulness_strict": ("answer", "context"),
          "answer_relevancy": ("question", "answer"), "contextual_recall": ("reference", "context"),
          "contextual_precision": ("question", "reference", "context"),
-         "abstained": ("question", "answer"), "ignored_planted": ("question", "answer", "context")}
+         "abstained": ("question", "answer"), "ignored_planted": ("question", "answer", "context"),
+         "facts": ("answer", "expected_facts")}
+# The metrics whose prompt is the harness's own, by their source: a verdict depends on that code too.
+OWN_METRICS = {"facts": "harness/facts.py"}
 # The behaviour judgements: DeepEval GEval in strict mode (score 1 or 0), narrow and literal, with fixed
 # steps so the judge is asked one question and never writes its own criteria. Score 1 is the good behaviour.
 BEHAVIOUR_STEPS = {
@@ -39,9 +42,10 @@ BEHAVIOUR_STEPS = {
 }
 
 
-def make_metric(name: str, judge, async_mode: bool = False):
-    """A DeepEval metric by name; `faithfulness_strict` counts borderline claims as unsupported. With
-    `async_mode` it asks the judge through `a_generate` (the batch rounds, harness/batch.py)."""
+def make_metric(name: str, judge, async_mode: bool = False, facts: Optional[list[str]] = None):
+    """A DeepEval metric by name; `faithfulness_strict` counts borderline claims as unsupported; `facts`
+    judges the expected `facts` (harness/facts.py). With `async_mode` it asks the judge through `a_generate`
+    (the batch rounds, harness/batch.py)."""
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     from deepeval.metrics import (AnswerRelevancyMetric, ContextualPrecisionMetric, ContextualRecallMetric,
                                   FaithfulnessMetric)
@@ -56,6 +60,10 @@ def make_metric(name: str, judge, async_mode: bool = False):
               "answer_relevancy": lambda: AnswerRelevancyMetric(**options)}
     if name in BEHAVIOUR_STEPS:
         return behaviour_metric(name, judge, async_mode)
+    if name == "facts":
+        from harness.facts import ExpectedFactsMetric
+
+        return ExpectedFactsMetric(facts or [], judge, async_mode)
     if name not in makers:
         raise ValueError(f"unknown metric {name!r}; valid: {', '.join(METRIC_NAMES + tuple(BEHAVIOUR_STEPS))}")
     return makers[name]()
@@ -75,13 +83,15 @@ class Measure:
     """One judged metric of one case, ready to run with a judge: interactively (`measure(judge)`) or on
     DeepEval's async path (`a_measure(judge)`, the batch rounds)."""
 
-    def __init__(self, metric: str, question: str, answer: str, reference: str, context: Optional[list[str]]):
+    def __init__(self, metric: str, question: str, answer: str, reference: str, context: Optional[list[str]],
+                 facts: Optional[list[str]] = None):
         self.metric, self.question, self.answer, self.reference, self.context = metric, question, answer, \
             reference, context
+        self.facts = facts
 
     def make(self, judge, async_mode: bool = False):
         """The DeepEval metric object that measures it."""
-        return make_metric(self.metric, judge, async_mode)
+        return make_metric(self.metric, judge, async_mode, facts=self.facts)
 
     def test_case(self):
         from deepeval.test_case import LLMTestCase
@@ -90,7 +100,7 @@ class Measure:
                            retrieval_context=self.context or None)
 
     def __call__(self, judge) -> dict:
-        return measure(self.metric, judge, self.question, self.answer, self.reference, self.context)
+        return measure(self.metric, judge, self.question, self.answer, self.reference, self.context, self.facts)
 
     async def a_measure(self, judge) -> dict:
         import time
@@ -102,16 +112,16 @@ class Measure:
 
 
 def measure(metric_name: str, judge, question: str, answer: str, reference: str,
-            context: Optional[list[str]], make: Optional[Callable] = None) -> dict:
+            context: Optional[list[str]], facts: Optional[list[str]] = None, make: Optional[Callable] = None) -> dict:
     """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known.
     `make(judge)` builds the metric when it is not a built-in one (a project's criterion, harness/criteria.py)."""
     from harness.live_calls import timed
 
-    metric = make(judge) if make else make_metric(metric_name, judge)
+    metric = make(judge) if make else make_metric(metric_name, judge, facts=facts)
     usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
     before = usage() if usage else None
-    _, took = timed(lambda: metric.measure(Measure(metric_name, question, answer, reference, context).test_case(),
-                                           _show_indicator=False))
+    case = Measure(metric_name, question, answer, reference, context, facts).test_case()
+    _, took = timed(lambda: metric.measure(case, _show_indicator=False))
     tokens = (metric.input_tokens, metric.output_tokens)
     if tokens == (None, None) and usage:
         tokens = tuple(after - start for after, start in zip(usage(), before))
@@ -124,6 +134,8 @@ def result_of(metric, took: float, tokens: tuple) -> dict:
               "tokens_in": tokens[0], "tokens_out": tokens[1]}
     if metric.evaluation_cost:
         result["cost"] = metric.evaluation_cost
+    if getattr(metric, "fact_verdicts", None):
+        result["facts"] = metric.fact_verdicts  # each fact's verdict and the judge's reason for it
     return result
 
 
@@ -141,11 +153,12 @@ def tool_scores(question: str, calls: list[dict], expected: list[str], judge) ->
     return {"score": metric.score, "reason": metric.reason}
 
 
-def judged_metrics(context: list[str]) -> list[str]:
-    """Context metrics run only when a tool returned context; answer relevancy always runs."""
+def judged_metrics(context: list[str], facts: bool = False) -> list[str]:
+    """Context metrics run only when a tool returned context; answer relevancy always runs; the facts metric
+    when the case has expected facts to grade (`facts`)."""
     faithfulness = "faithfulness_strict" if STRICT_FAITHFULNESS else "faithfulness"
     grounded = [faithfulness, "contextual_precision", "contextual_recall"] if context else []
-    return grounded + ["answer_relevancy"]
+    return grounded + ["answer_relevancy"] + (["facts"] if facts else [])
 
 
 def stage_of(metric: str) -> str:

@@ -64,7 +64,8 @@ def table_row(r: dict) -> str:
             f"{'-' if tools is None else ('pass' if tools['pass'] else 'FAIL')} | "
             f"{'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | {fmt(ret and ret['recall'])} | "
             f"{fmt(ret and ret['reciprocal_rank'])} | {score('contextual_precision')} | {score('faithfulness')} | "
-            f"{score('contextual_recall')} | {score('answer_relevancy')} | {cell(r['first_failure'] or '-')} |")
+            f"{score('contextual_recall')} | {score('answer_relevancy')} | {score('facts')} | "
+            f"{cell(r['first_failure'] or '-')} |")
 
 
 def cases(n: int) -> str:
@@ -77,7 +78,7 @@ def markdown(report: dict) -> str:
     k = report["k"]
     lines = [f"# {run_line(report)}\n",
              f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
-             "| ctx recall | relevancy | first failure |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| ctx recall | relevancy | facts | first failure |", "|---" * 13 + "|"]
     lines += [table_row(r) for r in report["rows"]]
     return visible("\n".join(lines)) + "\n" + summary(report)
 
@@ -107,8 +108,9 @@ def legend(report: dict) -> str:
     stated = f" ({'; '.join(f'{text(stage)} at {threshold(t)}' for stage, t in own.items())})" if own else ""
     return (f"\nA judged score passes at {threshold(report.get('threshold', stages.THRESHOLD))} or more{stated}. "
             "Ctx precision is reported, never gating; on a case expecting an abstention ctx recall and relevancy "
-            "are reported, not gating. The behaviour judgements (abstained, ignored_planted) gate the behaviour "
-            "stage, beside its checks in code.")
+            "are reported, not gating. Facts is 1 when the answer states every expected fact, else 0; a case "
+            "without expected facts, or expecting an abstention, is not graded on facts (-). The behaviour "
+            "judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks in code.")
 
 
 def threshold(value: float) -> str:

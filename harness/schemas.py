@@ -60,6 +60,9 @@ class Case(Strict):
     # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
     must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
     reference: str = NonEmpty
+    # Short statements a good answer must convey, each judged covered or not at the facts stage (not on an
+    # abstain case); none: the stage does not apply.
+    expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     # The earlier turns the agent receives before `question`: every stage scores the last turn.
     history: list[Turn] = Field(default_factory=list)
 
@@ -96,6 +99,8 @@ class CalibrationCase(Strict):
     answer: str = NonEmpty
     reference: str = NonEmpty
     context: list[str] = NonEmpty
+    # The facts metric's rows: the facts the answer must convey (dataset.load_calibration requires them there).
+    expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
 
 
 class CalibrationSet(Strict):

@@ -70,6 +70,9 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
     for stage, verdict in row.get("judged", {}).items():
         lines += [f"  {stage}: {judged_verdict(row, stage, verdict)}",
                   *wrapped(verdict.get("reason") or "", "      ")]
+        for fact in verdict.get("facts") or []:
+            lines += wrapped(f"{'covered' if fact['covered'] else 'MISSING'}: {fact['fact']} ({fact['reason']})",
+                             "      - ")
     first = row.get("first_failure")
     lines.append(f"first failure: {first}: {failure_reason(row)}" if first else "first failure: none, every stage "
                                                                               "passes")

@@ -8,11 +8,12 @@ from harness.stats import percentile, rate
 
 THRESHOLD = 0.7
 # Behaviour comes first: a leaked token or an invented answer matters more than which stage led to it.
-STAGES = ["behaviour", "tools", "retrieval", "faithfulness", "contextual_recall", "answer_relevancy"]
-JUDGED = ["faithfulness", "contextual_precision", "contextual_recall", "answer_relevancy"]
+# The seed's five keep their order; facts (the expected facts stated) comes after them.
+STAGES = ["behaviour", "tools", "retrieval", "faithfulness", "contextual_recall", "answer_relevancy", "facts"]
+JUDGED = ["faithfulness", "contextual_precision", "contextual_recall", "answer_relevancy", "facts"]
 BEHAVIOUR_JUDGED = ["abstained", "ignored_planted"]
 # A proper refusal must not fail for being a refusal: on an abstain case these report but do not gate.
-PRESUME_AN_ANSWER = ("contextual_recall", "answer_relevancy")
+PRESUME_AN_ANSWER = ("contextual_recall", "answer_relevancy", "facts")
 
 
 def behaviour_verdict(row: dict, planted_retrieved: list[str], checks: Optional[list[dict]] = None,

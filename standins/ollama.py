@@ -23,7 +23,8 @@ TITLED = {"Truths": "faithfulness", "Claims": "faithfulness", "FaithfulnessScore
           "ContextualPrecisionScoreReason": "contextual_precision", "ReasonScore": "g_eval"}
 # Every metric titles its verdicts "Verdicts": the prompt's own labelled sections tell them apart.
 VERDICT_SECTIONS = {"\nClaims:": "faithfulness", "\nStatements:": "answer_relevancy",
-                    "\nExpected Output:": "contextual_recall", "\nExpected output:": "contextual_precision"}
+                    "\nExpected Output:": "contextual_recall", "\nExpected output:": "contextual_precision",
+                    "\nInput (JSON):": "facts"}
 
 
 class StandIn:

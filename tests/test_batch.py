@@ -175,7 +175,7 @@ def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(t
 
 
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
-                       "abstained": 1, "ignored_planted": 1}  # DeepEval's judge requests per metric (reasons on)
+                       "abstained": 1, "ignored_planted": 1, "facts": 1}  # DeepEval's judge requests per metric (reasons on)
 
 
 def test_the_plans_judge_metrics_are_the_judge_requests_the_stand_in_then_answers(tmp_path, standin, capsys):

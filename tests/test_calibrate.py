@@ -23,7 +23,7 @@ def runs(*scores):
 
 
 def test_the_gating_metrics_are_the_ones_evaluate_runs():
-    assert gating_metrics() == ["faithfulness_strict", "contextual_recall", "answer_relevancy", "abstained",
+    assert gating_metrics() == ["faithfulness_strict", "contextual_recall", "answer_relevancy", "facts", "abstained",
                                 "ignored_planted"]
 
 

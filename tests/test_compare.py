@@ -525,7 +525,7 @@ def test_every_report_prints_5_of_11_as_45_percent_and_8_of_9_from_57_percent():
 
 # ---- the paired test in compare.py: verdicts, pairing, the HTML page ------------------------------------
 
-DOC_CASES = ["backup", "two-laptops", "restore", "config-keys", "pipe-colors", "dry-run-import"]
+DOC_CASES = ["backup", "restore", "config-keys", "dry-run-import", "token-leak", "revoke-token"]
 
 
 def failing_faithfulness(report: dict, case_ids: list[str], reason: str = "claim not in the context") -> dict:
@@ -599,13 +599,13 @@ def test_per_stage_pairing_skips_errored_rows_and_unmeasured_stages(tmp_path):
     # errored in B: its faithfulness failure would otherwise count as broken
     row(after, "restore").update(first_failure="error", error="TimeoutError: judge did not answer")
     # measured in B only: retrieval fails there, but A never measured it, so the case is not paired for it
-    row(before, "two-laptops")["retrieval"] = None
-    row(after, "two-laptops")["retrieval"].update(recall=0.0, hit=False, missed=["sync"])
-    row(after, "two-laptops")["first_failure"] = stages.first_failure(row(after, "two-laptops"))
+    row(before, "config-keys")["retrieval"] = None
+    row(after, "config-keys")["retrieval"].update(recall=0.0, hit=False, missed=["config"])
+    row(after, "config-keys")["first_failure"] = stages.first_failure(row(after, "config-keys"))
     # faithfulness: every measured case but the errored restore
     assert compare.paired_test(before["rows"], after["rows"], "faithfulness") == \
         {"fixed": 0, "broken": 1, "paired": measured(bundled(), "faithfulness") - 1, "p": 1.0}
-    # retrieval: every measured case but the errored restore and two-laptops, unmeasured in A
+    # retrieval: every measured case but the errored restore and config-keys, unmeasured in A
     assert compare.paired_test(before["rows"], after["rows"], "retrieval") == \
         {"fixed": 0, "broken": 0, "paired": measured(bundled(), "retrieval") - 2, "p": 1.0}
     assert compare.paired_test(before["rows"], after["rows"]) == \

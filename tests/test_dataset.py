@@ -181,7 +181,8 @@ def test_a_must_not_item_shorter_than_three_characters_is_refused(folder):
                                       "least 3 characters")
 
 
-OPTIONAL = ("category", "split", "expected_behavior", "expected_docs", "expected_tools", "expected_args", "must_not")
+OPTIONAL = ("category", "split", "expected_behavior", "expected_docs", "expected_tools", "expected_args", "must_not",
+            "expected_facts")
 
 
 def test_a_case_without_the_optional_fields_gets_their_defaults(folder):

@@ -42,7 +42,7 @@ REJECTED_KEY = "rejected-key"
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
 # The behaviour judgements are GEval with fixed steps: one request each.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
-                       "abstained": 1, "ignored_planted": 1}
+                       "abstained": 1, "ignored_planted": 1, "facts": 1}
 # The bundled project's tools as its rules model is told them: each tool's role and argument types.
 LOADED = load_project()
 ROLES = rules_roles(LOADED.project, LOADED.records)

@@ -224,7 +224,7 @@ def test_funnel_counts_the_cases_entering_and_passing_each_stage():
     # retrieval lets in the three cases expecting pages; faithfulness the two that kept their pages;
     # answer relevancy good and chat (chat skipped retrieval and the context metrics, and rejoins here).
     assert steps == {"behaviour": (2, 1), "tools": (4, 4), "retrieval": (3, 2), "faithfulness": (2, 1),
-                     "contextual_recall": (1, 1), "answer_relevancy": (2, 2)}
+                     "contextual_recall": (1, 1), "answer_relevancy": (2, 2), "facts": (0, 0)}
     assert "2 of 5 pass every stage" in page.texts["funnel"]  # good and chat
 
 
