@@ -232,7 +232,7 @@ def test_a_labelled_row_naming_no_declared_criterion_is_refused(recorded, capsys
     assert calibrate.main(["--project", str(recorded), "--live", "--quiet"]) == 2
     assert capsys.readouterr().err == (
         "calibrate.py: calibration.json: cases[0] (x).metric: unknown metric 'polite' (valid: faithfulness, "
-        "faithfulness_strict, contextual_recall, answer_relevancy, abstained, ignored_planted, mentions_online, "
+        "faithfulness_strict, contextual_recall, answer_relevancy, facts, abstained, ignored_planted, mentions_online, "
         "on_topic; a criterion is declared in evals.toml as [criteria.NAME])\n")
 
 
