@@ -25,7 +25,7 @@ from harness.stages import (BEHAVIOUR_JUDGED, STAGES, failure_reason, stage_orde
 from harness.stats import mcnemar_exact, rate, rate_text
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
-MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness")
+MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness", "criteria")
 ERROR = "error"
 FIRST_FAILURES = (*STAGES, ERROR)
 ROW_STAGES = ("behaviour", "tools", "retrieval")  # a row field each; the other stages are in row["judged"]
@@ -123,7 +123,7 @@ def check_report(report: dict) -> None:
         raise ShapeError(f"key: expected an object, got {kind(key)}")
     for field in MEASURED_BY:  # compared and shown, never computed with: any JSON scalar
         expect(key, field, "key", lambda v: v is None or isinstance(v, (str, int, float)),
-               "a string, number, boolean or null")
+               "a string, number, boolean or null", required=field != "criteria")  # a project without criteria
     if not is_number(report["threshold"]):
         raise ShapeError(f"threshold: expected a number, got {kind(report['threshold'])}")
     own = report.get("thresholds", {})

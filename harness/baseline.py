@@ -15,7 +15,7 @@ from cassette import read_json
 
 TOLERANCE = 0.1
 MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness", "criteria")
-TOLERANT_STAGES = ("tools", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
+TOLERANT_STAGES = ("behaviour", "tools", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
 
 
 class BaselineError(Exception):

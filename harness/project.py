@@ -268,12 +268,17 @@ def score_threshold(value: Any, key: str) -> float:
     return float(value)
 
 
+# Facts scores 1 or 0 (every expected fact stated, or not): a threshold could only let a missing fact pass.
+SCALED = [stage for stage in JUDGED if stage != "facts"]
+
+
 def stage_thresholds(value: Any) -> dict[str, float]:
-    """`[thresholds]`: a threshold per judged stage (harness.stages.JUDGED)."""
+    """`[thresholds]`: a threshold per judged stage with a scaled score (SCALED)."""
     table = expect(value, dict, "thresholds", "a table [thresholds] of stage = number")
-    unknown = [stage for stage in table if stage not in JUDGED]
+    unknown = [stage for stage in table if stage not in SCALED]
     if unknown:
-        raise fail(f"thresholds.{unknown[0]}", f"not a judged stage (valid: {', '.join(JUDGED)})")
+        why = "scores 1 or 0, so it has no threshold" if unknown[0] == "facts" else "not a judged stage"
+        raise fail(f"thresholds.{unknown[0]}", f"{why} (valid: {', '.join(SCALED)})")
     return {stage: score_threshold(v, f"thresholds.{stage}") for stage, v in table.items()}
 
 
