@@ -14,6 +14,7 @@ from harness.stages import threshold_differences
 from cassette import read_json
 
 TOLERANCE = 0.1
+CRITERIA_CHANGED = ": a [criteria.NAME] was added, removed or given another rubric, reads or threshold"
 MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness", "criteria")
 TOLERANT_STAGES = ("behaviour", "tools", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
 
@@ -88,7 +89,7 @@ def check(report: dict, baseline: dict) -> Verdict:
     """Regressions of `report` against `baseline`; refuses a baseline measured another way."""
     current = from_report(report, baseline["tolerance"])
     before, after = baseline["measured_with"], current["measured_with"]
-    differs = [f"{f} ({v} -> {after.get(f)})" for f, v in before.items()
+    differs = [f"{f} ({v} -> {after.get(f)}{CRITERIA_CHANGED if f == 'criteria' else ''})" for f, v in before.items()
                if f not in ("threshold", "thresholds") and after.get(f) != v]
     differs += [f"{field} ({a} -> {b})" for field, a, b in threshold_differences(before, after)]
     if differs:

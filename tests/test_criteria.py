@@ -124,12 +124,19 @@ def test_show_names_a_criterion_as_the_first_failure(recorded, capsys):
 def test_compare_counts_a_criterion_per_stage(recorded, tmp_path, capsys):
     before = tmp_path / "before.json"
     before.write_text(report(recorded))
+    assert compare.main([str(before), str(before)]) == 0
+    rates = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  mentions_online "))
+    assert rates.split()[1] == "1/4" and "-> 1/4 = 25%" in rates
+
+
+def test_compare_refuses_a_run_whose_criterion_changed(recorded, tmp_path, capsys):
+    before = tmp_path / "before.json"
+    before.write_text(report(recorded))
     edit(recorded, "threshold = 0.5", "threshold = 0.0")  # a threshold needs no judge call: a replay rescores
     assert run(recorded) == 0
     capsys.readouterr()
-    assert compare.main([str(before), str(recorded / "runs" / f"{RUN}.json")]) == 0
-    rates = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  mentions_online "))
-    assert rates.split()[1] == "1/4" and "-> 4/4 = 100%" in rates
+    assert compare.main([str(before), str(recorded / "runs" / f"{RUN}.json")]) == 2
+    assert "criteria (A: " in capsys.readouterr().err
 
 
 def test_a_baseline_holds_a_criterion_stage_and_refuses_other_criteria(recorded, capsys):
@@ -139,7 +146,7 @@ def test_a_baseline_holds_a_criterion_stage_and_refuses_other_criteria(recorded,
     edit(recorded, "threshold = 0.5", "threshold = 0.9")
     capsys.readouterr()
     assert run(recorded, "--check-baseline", str(baseline)) == 2
-    assert "baseline was measured differently: criteria" in capsys.readouterr().err
+    assert "a [criteria.NAME] was added, removed or given another rubric, reads or threshold" in capsys.readouterr().err
 
 
 # ---- what a criterion's entry depends on ---------------------------------------------------------------
