@@ -29,7 +29,7 @@ from evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TER
 from harness import agreement as agree
 from harness import console, criteria
 from harness.criteria import Criterion
-from harness.calibration_status import gating_metrics
+from harness.calibration_status import gating_metrics, own_thresholds
 from harness.dataset import InputError, load_calibration
 from harness.entries import judge_identity, sha, verdict_deps
 from harness.live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
@@ -46,12 +46,14 @@ AGREEMENT, KAPPA, MIN_ROWS = agree.AGREEMENT, agree.KAPPA, agree.MIN_ROWS
 EXPECTED = agree.AGREES
 
 
-def calibration_key(cases: dict, judge: str, own: Sequence[Criterion] = ()) -> dict:
+def calibration_key(cases: dict, judge: str, own: Sequence[Criterion] = (),
+                    thresholds: Optional[dict[str, float]] = None) -> dict:
     """What the report was measured with; harness/calibration_status.py compares it with the project's."""
     from harness import providers
 
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), **judge_identity(judge),
-            "repeats": REPEATS, "offline": providers.is_offline(judge), **criteria.key_part(list(own))}
+            "repeats": REPEATS, "offline": providers.is_offline(judge), **criteria.key_part(list(own)),
+            **({"thresholds": thresholds} if thresholds else {})}
 
 
 def recording_path(folder: Path, judge: str) -> Path:
@@ -137,16 +139,18 @@ def gate_failures(rows: list[dict], metrics: dict) -> list[str]:
 
 
 def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None,
-              own: Sequence[Criterion] = ()) -> dict:
+              own: Sequence[Criterion] = (), threshold_of: Callable[[str], float] = lambda stage: THRESHOLD) -> dict:
     """Score every case REPEATS times from the tape; in live mode, judge what is missing first. `own` are the
-    project's criteria: each a gating metric, its verdicts at its own threshold."""
+    project's criteria, each a gating metric; every verdict is at its stage's threshold (`threshold_of`,
+    Project.threshold_of), as evaluate.py gates it."""
     named = criteria.by_name(list(own))
+    thresholds = own_thresholds(cases, threshold_of)
     if tape.live:
         record(cases, tape, judge, concurrency, progress, named)
     rows, stale, judged_by = [], {}, judge_identity(tape.key["judge"])
     for case in cases["cases"]:
         found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, judged_by, named)) for i in range(REPEATS)]
-        threshold = named[case["metric"]].threshold if case["metric"] in named else THRESHOLD
+        threshold = thresholds.get(case["metric"], THRESHOLD)
         if any(value is ABSENT for value, _ in found):
             stale[case["id"]] = list(dict.fromkeys(why for _, reasons in found for why in reasons))
             rows.append({**row(case, [{"score": None, "reason": None}]), "verdict": "error", "agrees": False})
@@ -156,7 +160,8 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
         raise RecordingError(stale_message(tape, stale, len(rows)))
     metrics = per_metric(rows, list(named))
     failing = gate_failures(rows, metrics)
-    return {"key": calibration_key(cases, tape.key["judge"], own), "threshold": THRESHOLD, "repeats": REPEATS,
+    return {"key": calibration_key(cases, tape.key["judge"], own, thresholds), "threshold": THRESHOLD,
+            "thresholds": thresholds, "repeats": REPEATS,
             "agreement_needed": AGREEMENT, "kappa_needed": KAPPA, "rows_needed": MIN_ROWS, "rows": rows,
             "metrics": metrics, "gate_failed": failing, "errors": sum(r["verdict"] == "error" for r in rows)}
 
@@ -215,8 +220,10 @@ def table(result: dict) -> str:
     for r in disagreements:
         lines.append(f"DISAGREE {r['id']} ({r['label']}: {r['note']}) judged {r['verdict']}: {r['reason']}")
     judge, most = result["key"]["judge"], result.get("rows_needed", MIN_ROWS)
+    own = result.get("thresholds") or {}
+    own = f" ({'; '.join(f'{m} at {t}' for m, t in own.items())})" if own else ""
     needed = (f"agreement >= {result['agreement_needed']:.0%}, κ >= {result.get('kappa_needed', KAPPA)}, "
-              f">= {most} good and >= {most} defect rows; threshold {result['threshold']}, "
+              f">= {most} good and >= {most} defect rows; threshold {result['threshold']}{own}, "
               f"{result['repeats']} scores each")
     if result["gate_failed"]:
         failing = result["gate_failed"]
@@ -265,7 +272,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             progress.log(note)
         try:
             result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), args.concurrency,
-                               progress, project.criteria)
+                               progress, project.criteria, project.threshold_of)
         finally:
             progress.close()
         if tape.live and not result["errors"]:

@@ -6,13 +6,13 @@ calibrated. The figures are recomputed from the report's rows (harness/agreement
 calibrate.py applies today, not the one that wrote the file.
 """
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from cassette import RecordingError, read_json, shown
 from harness import agreement as agree
 from harness.judging import judged_metrics, stage_of
 from harness.run_files import CALIBRATION_PREFIX, file_part
-from harness.stages import BEHAVIOUR_JUDGED, STAGES
+from harness.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD
 
 NOT_RECORDED = "judge not calibrated: no calibration recording for it"
 
@@ -80,6 +80,13 @@ def status(folder: Path, judge: str) -> dict:
                    f"kappa >= {agree.KAPPA} and at least {agree.MIN_ROWS} good and {agree.MIN_ROWS} defect rows"}
 
 
+def own_thresholds(cases: dict, threshold_of: Callable[[str], float]) -> dict[str, float]:
+    """The labelled metrics the project judges against a threshold other than THRESHOLD (Project.threshold_of
+    of each one's stage): calibration measures agreement where the project gates."""
+    metrics = dict.fromkeys(case["metric"] for case in cases["cases"])
+    return {m: t for m in metrics if (t := threshold_of(stage_of(m))) != THRESHOLD}
+
+
 def staleness(folder: Path, judge: str, report: dict) -> str:
     """Why the report no longer describes this judge on this project's labels; '' when it still does."""
     from harness import project as projects
@@ -103,4 +110,6 @@ def staleness(folder: Path, judge: str, report: dict) -> str:
 
     if criteria.key_part(project.criteria).get("criteria") != key.get("criteria"):
         return "the criteria in evals.toml changed since its calibration report was written"
+    if own_thresholds(cases, project.threshold_of) != key.get("thresholds", {}):
+        return "the thresholds in evals.toml changed since its calibration report was written"
     return ""

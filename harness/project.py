@@ -19,6 +19,9 @@ from harness.dataset import InputError, read
 from harness.stages import JUDGED, THRESHOLD
 
 CONFIG = "evals.toml"
+# The judged stages whose score is a share; facts (every expected fact stated, or not) and the behaviour
+# judgements score 1 or 0, and a lower threshold could only let a failure pass.
+SCALED = [stage for stage in JUDGED if stage != "facts"]
 ROLES = ("retriever", "lookup", "action")
 TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria", "checks",
             "threshold", "thresholds")
@@ -110,9 +113,12 @@ class Project:
 
     def threshold_of(self, stage: str) -> float:
         """The score at or above which a judged stage passes: a criterion's own, its [thresholds] entry, else
-        `threshold`."""
+        `threshold`; THRESHOLD for a stage that scores 1 or 0 (facts, the behaviour judgements)."""
         own = next((c.threshold for c in self.criteria if c.name == stage), None)
-        return own if own is not None else self.thresholds.get(stage, self.threshold)
+        if own is not None:
+            return own
+        # the behaviour judgements and facts score 1 or 0: a lower threshold would only let a failure pass
+        return self.thresholds.get(stage, self.threshold) if stage in SCALED else THRESHOLD
 
     def actions(self) -> list[str]:
         return [name for name, r in self.roles.items() if r.role == "action"]
@@ -266,10 +272,6 @@ def score_threshold(value: Any, key: str) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
         raise fail(key, f"expected a number from 0 to 1, got {value!r}")
     return float(value)
-
-
-# Facts scores 1 or 0 (every expected fact stated, or not): a threshold could only let a missing fact pass.
-SCALED = [stage for stage in JUDGED if stage != "facts"]
 
 
 def stage_thresholds(value: Any) -> dict[str, float]:
