@@ -199,7 +199,7 @@ def criteria_lines(report: dict) -> list[str]:
     thresholds = {name: next(r["criteria"][name] for r in rows if name in (r.get("criteria") or {}))
                   for name in names}
     lines = ["\nCriteria of the project (evals.toml), each a stage after the built-in ones: "
-             + ", ".join(f"{code(n)} passes at {thresholds[n]:.2f}" for n in names) + ".\n",
+             + ", ".join(f"{code(n)} passes at {threshold(thresholds[n])}" for n in names) + ".\n",
              "| case | " + " | ".join(cell(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     for r in rows:
         results = stage_results(r)
