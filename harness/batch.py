@@ -24,8 +24,6 @@ import asyncio
 import contextvars
 import hashlib
 import json
-import math
-import os
 import random
 import sys
 import threading
@@ -34,6 +32,7 @@ from typing import Any, Awaitable, Callable, Optional
 
 from harness import live_calls
 from harness.live_calls import CallFailed, one_line
+from harness.providers import env_seconds
 from harness.redact import outside_text
 
 POLL_S = 10.0  # between batches.get calls: a batch takes minutes to hours
@@ -53,23 +52,6 @@ class BatchFailed(Exception):
 def request_key(model: str, prompt: str, schema) -> str:
     shape = schema.model_json_schema() if schema is not None else None
     return hashlib.sha256(json.dumps([model, prompt, shape], sort_keys=True).encode()).hexdigest()[:20]
-
-
-def seconds(variable: str, default: float) -> float:
-    """A number of seconds from the environment, else `default`; InputError naming the variable."""
-    raw = os.environ.get(variable, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (math.isfinite(value) and value >= 0):
-        from harness.dataset import InputError
-        from harness.redact import printable
-
-        raise InputError(f"{variable}: {printable(raw)} is not a number of seconds (0 or more)")
-    return value
 
 
 def transient(error: BaseException) -> bool:
@@ -121,8 +103,8 @@ class Rounds:
     def __init__(self, gemini, model: str, journal: Journal, log: Callable[[str], None],
                  poll_s: Optional[float] = None, wait_s: Optional[float] = None):
         self.gemini, self.model, self.journal, self.log = gemini, model, journal, log
-        self.poll_s = poll_s if poll_s is not None else seconds(POLL_VARIABLE, POLL_S)
-        self.wait_s = wait_s if wait_s is not None else seconds(WAIT_VARIABLE, WAIT_S)
+        self.poll_s = poll_s if poll_s is not None else env_seconds(POLL_VARIABLE, POLL_S)
+        self.wait_s = wait_s if wait_s is not None else env_seconds(WAIT_VARIABLE, WAIT_S)
         self.active, self.waiting = 0, {}  # request key -> (inline request, [futures])
         self.asking: dict[str, int] = {}  # metric -> its requests not answered yet
         self.rounds = 0

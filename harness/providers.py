@@ -19,6 +19,7 @@ an UnusableAnswer naming the cause: not transient, so never retried.
 import errno
 import functools
 import json
+import math
 import os
 import sys
 from typing import Optional
@@ -161,19 +162,25 @@ def is_offline(name: str) -> bool:
 
 
 
+def env_seconds(variable: str, default: float, above_zero: bool = False, most: float = math.inf) -> float:
+    """Seconds from the environment variable, else `default`: at least 0 (above 0 with `above_zero`) and at most
+    `most`; ProviderError with one line otherwise."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not ((value > 0 if above_zero else value >= 0) and value <= most):  # NaN fails every comparison
+        bounds = ("above 0" if above_zero else "of 0 or more") + (f" and at most {most:g}" if most < math.inf else "")
+        raise ProviderError(f"{variable} must be a number of seconds {bounds}, not {printable(raw)}")
+    return value
+
+
 def call_timeout() -> float:
     """Seconds one attempt of one model call may wait for an answer: DOCS_CALL_TIMEOUT, else CALL_TIMEOUT_S."""
-    text = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not text:
-        return CALL_TIMEOUT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= MAX_TIMEOUT_S:  # NaN fails too
-        raise ProviderError(f"{TIMEOUT_VARIABLE} must be a number of seconds above 0 and at most "
-                            f"{MAX_TIMEOUT_S:g}, not {printable(text)}")
-    return seconds
+    return env_seconds(TIMEOUT_VARIABLE, CALL_TIMEOUT_S, above_zero=True, most=MAX_TIMEOUT_S)
 
 
 def ollama_url() -> str:

@@ -136,7 +136,7 @@ def test_a_refusal_quoting_the_api_key_reaches_no_output(tmp_path, standin):
 def test_a_bad_wait_is_refused_with_one_line_before_any_call(tmp_path, standin):
     code, err, requests = run(marked(tmp_path, "zq-nothing"), standin, "--live", "--batch", "--quiet",
                               DOCS_BATCH_WAIT_S="soon")
-    assert (code, err) == (2, "evaluate.py: DOCS_BATCH_WAIT_S: soon is not a number of seconds (0 or more)\n")
+    assert (code, err) == (2, "evaluate.py: DOCS_BATCH_WAIT_S must be a number of seconds of 0 or more, not soon\n")
     assert not [r for r in requests if r["kind"] in ("chat", "batch-create")]
 
 
