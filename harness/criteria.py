@@ -63,10 +63,10 @@ def criterion(name: str, table: Any, default: float = THRESHOLD) -> Criterion:
     if not isinstance(rubric, str) or not rubric.strip():
         raise fail(f"{at}.rubric", "missing: say what a good answer does, as a sentence the judge reads"
                    if rubric is None else f"expected a non-empty string, got {rubric!r}")
-    threshold = table.get("threshold", default)
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-        raise fail(f"{at}.threshold", f"expected a number from 0 to 1, got {threshold!r}")
-    return Criterion(name, rubric.strip(), float(threshold), reads_of(at, table.get("reads", list(DEFAULT_READS))))
+    from harness.project import score_threshold
+
+    threshold = score_threshold(table["threshold"], f"{at}.threshold") if "threshold" in table else default
+    return Criterion(name, rubric.strip(), threshold, reads_of(at, table.get("reads", list(DEFAULT_READS))))
 
 
 def reads_of(at: str, reads: Any) -> tuple[str, ...]:
