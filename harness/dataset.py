@@ -226,7 +226,7 @@ def load_calibration(project) -> dict:
                              f"(valid: {', '.join(known)}; a criterion is declared in evals.toml as [criteria.NAME])")
         if (case["metric"] == "facts") != bool(case.get("expected_facts")):
             need = "a facts row must list" if case["metric"] == "facts" else "only a facts row lists"
-            raise InputError(f"{label}: cases[{i}] ({case['id']}).expected_facts: {need} the facts the answer must "
-                             "convey")
+            raise InputError(f"{label}: {where(cases, ('cases', i, 'expected_facts'))}: {need} the facts the answer "
+                             "must convey")
     validated.save()
     return cases
