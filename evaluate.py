@@ -322,6 +322,9 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                              agent=locked_once(build), concurrency=concurrency, progress=progress, split=None,
                              repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
                              if inputs.counterfactual else None, batch=rounds)
+        except InputError:  # a refusal mid-run (a page rule that maps no page): what was paid for stays journaled
+            cassette.incomplete("stopped by bad input")
+            raise
         except KeyboardInterrupt:
             raise Interrupted(f"{entry_count(cassette.computed, 'new')} {'is' if cassette.computed == 1 else 'are'} "
                               f"kept in {shown(cassette.journal)}") from None
