@@ -177,7 +177,8 @@ def nothing_at(value: Any, path: list[str]) -> str:
     """Why a dotted path finds nothing in an item: which part is missing, and what is there instead."""
     if not isinstance(value, dict):
         return f"{'.'.join(path[:-1])!r} is {shown_output(json.dumps(value))}, not an object with {path[-1]!r}"
-    has = ", ".join(map(repr, value)) or "nothing"
+    keys = list(value)
+    has = ", ".join(map(repr, keys[:8])) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "") or "nothing"
     return f"it has no {'.'.join(path)!r} ({'.'.join(path[:-1]) or 'the chunk'} holds {has})"
 
 
