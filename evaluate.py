@@ -98,9 +98,9 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
     trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
-    unscored = {"answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searched": False, "behaviour": None,
-                "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None, "error": error,
-                "first_failure": "error"}
+    unscored = {"answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searches": [], "searched": False,
+                "behaviour": None, "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None,
+                "error": error, "first_failure": "error"}
     if trace is None:
         return {**row, **unscored}
     try:
@@ -114,7 +114,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     tools = found.pop(f"tools/{case['id']}{variant}")
     judged = {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None}
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
-                "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searched": view["searched"],
+                "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searches": view["searches"],
+                "searched": view["searched"],
                 "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
                                                                  case.get("expected_args"), inputs.parameters,
                                                                  case.get("tools_match", "multiset"),
@@ -322,6 +323,9 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                              agent=locked_once(build), concurrency=concurrency, progress=progress, split=None,
                              repeats=repeats, counterfactual_agent=(lambda case: build(inputs.expected_pages(case)))
                              if inputs.counterfactual else None, batch=rounds)
+        except InputError:  # a refusal mid-run (a page rule that maps no page): what was paid for stays journaled
+            cassette.incomplete("stopped by bad input")
+            raise
         except KeyboardInterrupt:
             raise Interrupted(f"{entry_count(cassette.computed, 'new')} {'is' if cassette.computed == 1 else 'are'} "
                               f"kept in {shown(cassette.journal)}") from None

@@ -95,6 +95,9 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
         view = inputs.view(trace)
     except Unreadable as e:
         view, unreadable = None, str(e)
+    except InputError as e:  # a page rule in evals.toml that maps a chunk to no page
+        print(f"assistant.py: {e}", file=sys.stderr)
+        return 2
     if case_id is not None:
         if view is None:
             print(f"assistant.py: the case has no expected_docs: {unreadable}", file=sys.stderr)

@@ -15,7 +15,8 @@ from markdown_it import MarkdownIt
 from harness import json_text
 from harness.console import visible
 from harness.report import gate_of, run_line, summary, threshold
-from harness.stages import STAGES, THRESHOLD, deepeval_disagrees, passes, stage_order, stage_results, threshold_of
+from harness.stages import STAGES, THRESHOLD, deepeval_disagrees, passes, ranked_documents, stage_order, \
+    stage_results, threshold_of
 from harness.stats import rate_text, wilson_interval
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
@@ -130,13 +131,19 @@ def _table(report: dict) -> str:
 
 
 def _pages(r: dict) -> str:
+    """Each search's documents as scored: its distinct pages in rank order, two chunks of one page once."""
     expected = list(r.get("expected_docs") or [])
     retrieved = list(r.get("retrieved") or [])
-    items = [f'<li class="expected">{escaped(p)} &#10003; expected</li>' if p in expected else f"<li>{escaped(p)}</li>"
-             for p in retrieved]
+    searches = [s for s in r.get("searches", [retrieved]) if s]
+    listing = "".join((f"<p>Search {n}:</p>" if len(searches) > 1 else "") + f"<ol>{_documents(s, expected)}</ol>"
+                      for n, s in enumerate(searches, start=1)) or "<p>none retrieved</p>"
     missed = [f'<li class="missed">{escaped(p)} &#10007; missed</li>' for p in expected if p not in retrieved]
-    listing = f"<ol>{''.join(items)}</ol>" if items else "<p>none retrieved</p>"
     return listing + (f"<p>Expected but not retrieved:</p><ul>{''.join(missed)}</ul>" if missed else "")
+
+
+def _documents(ranked: list[str], expected: list[str]) -> str:
+    return "".join(f'<li class="expected">{escaped(p + chunks)} &#10003; expected</li>' if p in expected
+                   else f"<li>{escaped(p + chunks)}</li>" for p, chunks in ranked_documents(ranked))
 
 
 def _tool_section(r: dict) -> str:

@@ -241,7 +241,7 @@ def project_ranking(ranker: Callable[[str], object], question: str, inputs: Inpu
     items = [{"id": p, "text": ""} if isinstance(p, str) else page_of(p) for p in ranking]
     try:
         ranked = [traces.item_page(i, rule, inputs.project.rank) if rule else i["id"] for i in items]
-    except traces.Unreadable as e:
+    except (traces.Unreadable, traces.PageRuleError) as e:
         raise ValueError(str(e)) from None
     unknown = [p for p in ranked if p not in inputs.page_ids]
     if unknown:

@@ -300,12 +300,13 @@ def paths(value: Any, key: str, what: str) -> list[str]:
 def tool_role(name: str, table: dict) -> ToolRole:
     at = f"tools.{name}"
     role = table.get("role")
+    valid = TOOL_KEYS[role] if role in ROLES else tuple(dict.fromkeys(k for keys in TOOL_KEYS.values() for k in keys))
+    unknown = [k for k in table if k not in valid]
+    if unknown:  # first: a misspelt `role` is this key, not a missing role
+        kind = f"{'an' if role[0] in 'aeiou' else 'a'} {role}" if role in ROLES else "a tool"
+        raise fail(f"{at}.{unknown[0]}", f"unknown key for {kind} (valid: {', '.join(valid)})")
     if role not in ROLES:
         raise fail(f"{at}.role", f"{'missing' if role is None else repr(role)}: must be one of {', '.join(ROLES)}")
-    unknown = [k for k in table if k not in TOOL_KEYS[role]]
-    if unknown:
-        raise fail(f"{at}.{unknown[0]}", f"unknown key for {'an' if role[0] in 'aeiou' else 'a'} {role} "
-                   f"(valid: {', '.join(TOOL_KEYS[role])})")
     if role == "lookup":
         for key in ("records", "key"):
             if key not in table:

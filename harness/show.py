@@ -1,5 +1,6 @@
 """`python evaluate.py --show ID`: one case's whole story, readable in a terminal: each tool call with its
-arguments and output, the pages each retriever call returned (the expected ones marked), the answer, every
+arguments and output, the pages each retriever call returned as scored (distinct, in rank order, the expected
+ones marked), the answer, every
 verdict with its reason, and the first failure. Pure: `text(row, trace, view)` returns the lines."""
 import json
 import textwrap
@@ -7,15 +8,18 @@ from typing import Optional
 
 from harness.console import visible
 from harness.report import gate_of, threshold
-from harness.stages import THRESHOLD, failure_reason, passes, stage_results, threshold_of
+from harness.stages import THRESHOLD, failure_reason, passes, ranked_documents, stage_results, threshold_of
 
 WIDTH = 100
 OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
 
 
-def wrapped(text: str, indent: str = "    ") -> list[str]:
+def wrapped(text: str, indent: str = "    ", first: Optional[str] = None) -> list[str]:
+    """The text wrapped at WIDTH, each line indented; the first line opened by `first` (a bullet, as wide as
+    `indent`) when given, so a continuation line never looks like an item of its own."""
     flat = " ".join(str(text).split())
-    return textwrap.wrap(flat, WIDTH, initial_indent=indent, subsequent_indent=indent) or [indent.rstrip()]
+    return textwrap.wrap(flat, WIDTH, initial_indent=first or indent, subsequent_indent=indent) \
+        or [(first or indent).rstrip()]
 
 
 def clipped(text: str) -> str:
@@ -47,8 +51,9 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
             continue
         if view is not None and call["name"] in (view.get("retrievers") or ()):
             ranked = next(searches, [])
-            lines.append("     pages: " + (", ".join(f"{rank}. {page}{' (expected)' if page in expected else ''}"
-                                                  for rank, page in enumerate(ranked, start=1)) or "none"))
+            lines.append("     pages: " + (", ".join(f"{rank}. {page}{chunks}{' (expected)' if page in expected else ''}"
+                                                  for rank, (page, chunks) in enumerate(ranked_documents(ranked),
+                                                                                        start=1)) or "none"))
         lines += wrapped(clipped(output.get("content", "")), "     ")
     lines += ["answer:", *wrapped(trace["answer"])]
     lines.append("verdicts:")
@@ -72,7 +77,7 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
                   *wrapped(verdict.get("reason") or "", "      ")]
         for fact in verdict.get("facts") or []:
             lines += wrapped(f"{'covered' if fact['covered'] else 'MISSING'}: {fact['fact']} ({fact['reason']})",
-                             "      - ")
+                             "        ", "      - ")
     first = row.get("first_failure")
     lines.append(f"first failure: {first}: {failure_reason(row)}" if first else "first failure: none, every stage "
                                                                               "passes")

@@ -67,6 +67,15 @@ def documents(ranked: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(ranked))
 
 
+def ranked_documents(ranked: Iterable[str]) -> list[tuple[str, str]]:
+    """A search's documents as the reports list them, so the ranks shown are the ranks scored: each distinct
+    page in rank order (documents()), with a note of its chunks when the search returned more than one."""
+    counts: dict[str, int] = {}
+    for page in ranked:
+        counts[page] = counts.get(page, 0) + 1
+    return [(page, f" ({n} chunks)" if n > 1 else "") for page, n in counts.items()]
+
+
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?", re.ASCII)  # what pydantic reads as an int
 INT64_FLOAT_LIMIT = 2.0 ** 63  # pydantic refuses a float this large as an int ("exceeded maximum size")
 

@@ -7,12 +7,14 @@ or the `ids` regular expression evals.toml declares for it (one id per match, it
 split at the matches gives each page its text). A retriever of chunks declares how a chunk names its page
 (`page`, a dotted path into the item, or `page_pattern`, a regular expression over its id): its searches rank
 pages, its context keeps the chunks. A call none of these can read, or a page id that is not in the corpus,
-raises Unreadable naming the tool and its output.
+raises Unreadable naming the tool and its output; a chunk its tool's page rule maps to no page of the corpus
+raises PageRuleError, the configuration's fault in every case alike.
 """
 import json
 import re
 from typing import TYPE_CHECKING, Any, Optional
 
+from harness.dataset import InputError
 from harness.json_text import loads
 
 if TYPE_CHECKING:
@@ -23,6 +25,20 @@ TEXT_FIELDS = ("text", "page_content", "content")
 
 class Unreadable(Exception):
     """A retriever call whose pages cannot be read: the case is an error, never 'retrieved nothing'."""
+
+
+class PageRuleError(InputError):
+    """A chunk that its retriever's page rule in evals.toml maps to no page of the project: bad input (exit 2),
+    not a failed call, since every replay and every live run would read it the same way."""
+
+
+def rule_error(role: "ToolRole", item: dict, why: str, tool: str) -> PageRuleError:
+    """`evals.toml: tools.NAME.page: ...`, naming the chunk (its id and text) the rule could not map, and why."""
+    key = "page" if role.page else "page_pattern"
+    text = item.get("text")
+    seen = f" ({shown_output(text)})" if text else ""
+    return PageRuleError(f"evals.toml: tools.{role.name}.{key}: {getattr(role, key)!r} maps no page for the chunk "
+                         f"{item.get('id')!r}{seen} that {tool} returned: {why}")
 
 
 def shown_output(text: str) -> str:
@@ -106,13 +122,20 @@ def pages_of(output: dict, role: "ToolRole", corpus: set[str]) -> list[dict]:
                              f"no ids pattern under [tools.{tool}] in evals.toml")
     pages = [{**p, "page": item_page(p, role, tool)} for p in pages]
     unknown = next((p for p in pages if p["page"] not in corpus), None)
+    if unknown is not None and (role.page or role.page_pattern):
+        raise rule_error(role, unknown, unmapped(unknown, role, corpus), tool)
     if unknown is not None:
-        named = f"chunk {unknown['id']!r} of page {unknown['page']!r} (by {rule_of(role)})" \
-            if unknown["page"] != unknown["id"] else f"page {unknown['page']!r}" \
-            + (f" (not a chunk by {rule_of(role)})" if role.page_pattern else "")
-        raise Unreadable(f"{tool} returned {named}, which is not in the project's pages "
+        raise Unreadable(f"{tool} returned page {unknown['page']!r}, which is not in the project's pages "
                          f"({len(corpus)} pages); it returned {shown_output(content)}")
     return pages
+
+
+def unmapped(item: dict, role: "ToolRole", corpus: set[str]) -> str:
+    """Why a chunk's page, by its tool's rule, is none of the project's pages."""
+    pages = f"the project's {len(corpus)} pages (such as {min(corpus)!r})" if corpus else "the project's pages (none)"
+    if role.page_pattern and item["page"] == item["id"]:
+        return f"the pattern does not match its id, and the id is not one of {pages}"
+    return f"it names page {item['page']!r}, which is not one of {pages}"
 
 
 def rule_of(role: "ToolRole") -> str:
@@ -138,17 +161,25 @@ def at_path(item: dict, role: "ToolRole", tool: str) -> Any:
     recorded (`id`, `page_content`, `metadata`)."""
     value: Any = item.get("item") or {"id": item["id"], "page_content": item["text"],
                                       "metadata": item.get("metadata", {})}
-    for part in role.page.split("."):
+    for depth, part in enumerate(role.page.split(".")):
         if not isinstance(value, dict) or part not in value:
-            unrecorded = role.page.startswith("metadata.") and "item" not in item and "metadata" not in item
-            raise Unreadable(f"{tool} returned an item with nothing at {role.page!r} ({rule_of(role)})"
-                             + ("; its recording holds no metadata: record it again with --live" if unrecorded
-                                else f": item {shown_output(json.dumps(item.get('item') or item))}"))
+            if role.page.startswith("metadata.") and "item" not in item and "metadata" not in item:
+                raise Unreadable(f"{tool} returned an item with nothing at {role.page!r} ({rule_of(role)}); its "
+                                 "recording holds no metadata: record it again with --live")
+            raise rule_error(role, item, nothing_at(value, role.page.split(".")[:depth + 1]), tool)
         value = value[part]
     if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise Unreadable(f"{tool} returned an item whose {role.page!r} is {shown_output(json.dumps(value))}, "
-                         f"not a page id ({rule_of(role)})")
+        raise rule_error(role, item, f"its {role.page!r} is {shown_output(json.dumps(value))}, not a page id", tool)
     return value
+
+
+def nothing_at(value: Any, path: list[str]) -> str:
+    """Why a dotted path finds nothing in an item: which part is missing, and what is there instead."""
+    if not isinstance(value, dict):
+        return f"{'.'.join(path[:-1])!r} is {shown_output(json.dumps(value))}, not an object with {path[-1]!r}"
+    keys = list(value)
+    has = ", ".join(map(repr, keys[:8])) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "") or "nothing"
+    return f"it has no {'.'.join(path)!r} ({'.'.join(path[:-1]) or 'the chunk'} holds {has})"
 
 
 def read(trace: dict, roles: dict, corpus: set[str]) -> dict:

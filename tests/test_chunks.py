@@ -11,7 +11,7 @@ import pytest
 import evaluate
 from conftest import OFFLINE, offline_inputs, refusal
 from harness.project import ToolRole
-from harness.trace import Unreadable, read
+from harness.trace import PageRuleError, Unreadable, read
 
 # A search that ranks sentence chunks by the question's words (the best three that share two or more); `ID` and `EXTRA` say how a chunk is named.
 AGENT = '''import re
@@ -201,12 +201,12 @@ def test_a_page_path_reads_a_json_listed_item():
     assert read(trace, role, CORPUS)["searches"] == [["manual/lid.md"]]
 
 
-def test_a_chunk_of_an_unknown_page_is_an_error_naming_the_chunk_its_page_and_the_rule():
-    with pytest.raises(Unreadable) as caught:
+def test_a_chunk_of_an_unknown_page_is_bad_input_naming_the_field_the_chunk_and_its_page():
+    with pytest.raises(PageRuleError) as caught:
         searches([{"id": "manual/gone.md#1", "text": "a"}], page_pattern=r"^(.*)#\d+$")
-    assert str(caught.value).startswith("search returned chunk 'manual/gone.md#1' of page 'manual/gone.md' (by "
-                                        "page_pattern = '^(.*)#\\\\d+$' under [tools.search] in evals.toml), which "
-                                        "is not in the project's pages (2 pages)")
+    assert str(caught.value) == ("evals.toml: tools.search.page_pattern: '^(.*)#\\\\d+$' maps no page for the chunk "
+                                 "'manual/gone.md#1' ('a') that search returned: it names page 'manual/gone.md', which "
+                                 "is not one of the project's 2 pages (such as 'manual/lid.md')")
 
 
 def test_a_chunk_recorded_without_the_metadata_its_rule_names_says_to_record_it_again():
@@ -265,9 +265,17 @@ def test_the_documented_chunked_agent_scores_its_pages_once(tmp_path, monkeypatc
     assert row["retrieval"]["hit"] and row["retrieval"]["reciprocal_rank"] == 1.0
 
 
-def test_an_id_the_page_pattern_does_not_match_and_no_page_holds_is_an_error_naming_the_rule():
-    with pytest.raises(Unreadable, match=r"^search returned page 'manual/setup\.md-2' \(not a chunk by page_pattern"):
+def test_an_id_the_page_pattern_does_not_match_and_no_page_holds_is_bad_input_naming_the_field():
+    with pytest.raises(PageRuleError, match=r"^evals\.toml: tools\.search\.page_pattern: .* the chunk "
+                                            r"'manual/setup\.md-2' .*: the pattern does not match its id"):
         searches([{"id": "manual/setup.md-2", "text": "a"}], page_pattern=r"^(.*)#\d+$")
+
+
+def test_a_page_path_to_nothing_is_bad_input_naming_what_the_chunk_holds():
+    items = [{"id": "9f1c", "text": "a", "metadata": {"source": "manual/lid.md"}}]
+    with pytest.raises(PageRuleError, match=r"^evals\.toml: tools\.search\.page: 'metadata\.nosuch' maps no page "
+                                            r"for the chunk '9f1c' .*metadata holds 'source'"):
+        searches(items, page="metadata.nosuch")
 
 
 def test_changing_the_page_rule_re_reads_the_recording_and_pays_nothing(tmp_path, monkeypatch, capsys):
@@ -289,3 +297,57 @@ def test_a_page_pattern_reads_the_chunk_ids_an_ids_pattern_finds_in_text():
     view = read(trace, role, CORPUS)
     assert view["searches"] == [["manual/setup.md", "manual/setup.md", "manual/lid.md"]]
     assert view["context"] == content.split("\n")
+
+
+# ---- a rule that maps no page: bad input, the same on replay and --live ----------------------------------
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """The kettle project (chunks with metadata.source), recorded once live with the offline backends."""
+    folder = chunked_project(tmp_path_factory.mktemp("recorded") / "kettle", "metadata")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in OFFLINE.items():
+            patch.setenv(name, value)
+        assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+    return folder
+
+
+def with_rule(source: Path, folder: Path, rule: str) -> Path:
+    shutil.copytree(source, folder)
+    (folder / "evals.toml").write_text(EVALS_TOML.format(rule=rule))
+    return folder
+
+
+def written(folder: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and ".cache" not in p.parts}
+
+
+@pytest.mark.parametrize("rule, field", [("page = 'metadata.nosuch'", "page"), ("page = 'id'", "page"),
+                                         ("page_pattern = '^(.*)@\\d+$'", "page_pattern")])
+@pytest.mark.parametrize("live", [False, True])
+def test_a_page_rule_that_maps_no_page_exits_2_in_one_line_and_writes_nothing(recorded, tmp_path, monkeypatch, capsys,
+                                                                             rule, field, live):
+    folder = with_rule(recorded, tmp_path / "kettle", rule)
+    before = written(folder)
+    if live:
+        for name, value in OFFLINE.items():
+            monkeypatch.setenv(name, value)
+    assert evaluate.main(["--project", str(folder), "--quiet"] + (["--live"] if live else [])) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"evaluate.py: evals.toml: tools.search_manual.{field}: ")
+    assert "maps no page for the chunk 'chunk-" in err
+    assert written(folder) == before
+
+
+def test_a_live_run_stopped_by_its_page_rule_keeps_the_traces_it_paid_for(tmp_path, monkeypatch, capsys):
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    folder = chunked_project(tmp_path / "kettle", "metadata")
+    (folder / "evals.toml").write_text(EVALS_TOML.format(rule="page = 'metadata.nosuch'"))
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 2
+    assert not (folder / "recordings" / f"{RUN}.json").exists()
+    (folder / "evals.toml").write_text(EVALS_TOML.format(rule="page = 'metadata.source'"))
+    capsys.readouterr()
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+    assert "from the last run (not interrupted: it ended incomplete, stopped by bad input) are kept" in \
+        capsys.readouterr().err

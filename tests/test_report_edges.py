@@ -31,6 +31,7 @@ def with_hostile_pages() -> dict:
     report = copy.deepcopy(BUNDLED)
     row = next(r for r in report["rows"] if r["id"] == "shell-alias")
     row["retrieved"] = [HOSTILE, *row["retrieved"][1:]]
+    row["searches"] = [row["retrieved"]]  # its one search, as the report lists it
     row["retrieval"]["missed"] = [HOSTILE]
     return report
 

@@ -1,0 +1,80 @@
+"""What `--show` and the HTML report display agrees with what is scored: a search's documents (two chunks of
+one page once, ranked as scoring ranks them), a fact verdict that wraps still reads as one fact, and a
+misspelt key under [tools.NAME] is named as the unknown key it is."""
+import json
+import re
+
+import pytest
+
+import evaluate
+from conftest import OFFLINE
+from harness import show
+from harness.dataset import InputError
+from harness.html_report import _pages
+from harness.project import tool_role
+
+CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
+
+
+def row_of(**fields) -> dict:
+    """A scored row as case_row writes it, of one retriever call that returned CHUNKED."""
+    return {"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
+            "split": "dev", "expected_behavior": "answer", "expected_tools": ["lookup_guides"],
+            "expected_docs": ["guides/damage.md"], "retrieved": CHUNKED, "searches": [CHUNKED], "behaviour": None,
+            "tools": None, "retrieval": {"hit": True, "recall": 1.0, "reciprocal_rank": 1 / 3, "missed": []},
+            "judged": {}, "first_failure": None, **fields}
+
+
+def shown(row: dict) -> str:
+    trace = {"tool_calls": [{"name": "lookup_guides", "args": {"query": "train"}}],
+             "tool_outputs": [{"tool": "lookup_guides", "content": "four chunks"}], "answer": "No."}
+    view = {"searches": row["searches"], "retrievers": ["lookup_guides"]}
+    return show.text(row, trace, view, "rules")
+
+
+def test_show_lists_a_searchs_documents_at_the_ranks_scored():
+    pages, = [line.strip() for line in shown(row_of()).splitlines() if line.strip().startswith("pages:")]
+    assert pages == ("pages: 1. guides/cancelling.md (2 chunks), 2. guides/returns.md, "
+                     "3. guides/damage.md (expected)")
+
+
+def test_the_html_lists_a_searchs_documents_at_the_ranks_scored():
+    items = re.findall(r"<li[^>]*>(.*?)</li>", _pages(row_of()))
+    assert items == ["guides/cancelling.md (2 chunks)", "guides/returns.md", "guides/damage.md &#10003; expected"]
+
+
+def test_the_html_ranks_each_search_from_one():
+    html = _pages(row_of(searches=[["guides/returns.md"], ["guides/damage.md", "guides/returns.md"]],
+                         retrieved=["guides/returns.md", "guides/damage.md", "guides/returns.md"]))
+    lists = re.findall(r"<p>Search (\d):</p><ol>(.*?)</ol>", html)
+    assert [(n, re.findall(r"<li[^>]*>(.*?)</li>", items)) for n, items in lists] == [
+        ("1", ["guides/returns.md"]), ("2", ["guides/damage.md &#10003; expected", "guides/returns.md"])]
+
+
+def test_a_chunked_replay_writes_each_search_in_its_row(tmp_path, monkeypatch):
+    from test_chunks import RUN, chunked_project
+
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    folder = chunked_project(tmp_path / "kettle", "metadata")
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+    row, = [r for r in json.loads((folder / "runs" / f"{RUN}.json").read_text())["rows"]
+            if r["id"] == "fill-and-warranty"]
+    assert row["searches"] == [row["retrieved"]] and row["retrieved"][:2] == ["manual/setup.md"] * 2
+
+
+def test_a_long_fact_verdict_wraps_onto_an_indented_line_not_a_new_bullet():
+    fact = {"fact": "A late return costs 2 euros for every 15 minutes", "covered": True,
+            "reason": "Stated in 'A late return costs 2 euros for every 15 minutes past the booked end time.'"}
+    row = row_of(judged={"facts": {"score": 1.0, "reason": "every expected fact is stated", "facts": [fact]}})
+    lines = shown(row).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("- covered: A late return"))
+    assert lines[at + 1].startswith("        ") and not lines[at + 1].lstrip().startswith("- ")
+    assert sum(line.lstrip().startswith("- ") for line in lines) == 1
+
+
+def test_a_misspelt_role_is_named_as_the_unknown_key_with_the_valid_keys():
+    with pytest.raises(InputError) as caught:
+        tool_role("cancel_rental", {"rol": "action"})
+    assert str(caught.value) == ("evals.toml: tools.cancel_rental.rol: unknown key for a tool (valid: role, ids, "
+                                 "page, page_pattern, records, key)")
