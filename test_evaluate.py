@@ -156,8 +156,8 @@ SEARCH = {"name": "search_docs", "args": {"query": "pipe colors"}}
 
 
 def test_two_identical_searches_expected_and_made_pass_though_deepeval_scores_half(judge):
-    """DeepEval matches expected tools as a set: two expected searches, two made, and it scores 0.5 with
-    'missing tools'. Each expected entry here needs a call of its own, and gets one."""
+    """DeepEval counts identical calls (same tool, same arguments) once: two expected searches, two identical
+    ones made, and it scores 0.5 with 'missing tools'. Each expected entry here needs a call of its own, and gets one."""
     verdict = tool_scores("q", [SEARCH, SEARCH], ["search_docs", "search_docs"], judge)
     assert verdict["deepeval"]["score"] == 0.5 and "missing tools" in verdict["deepeval"]["reason"]
     assert verdict["pass"] and verdict["score"] == 1.0 and verdict["missing"] == []

@@ -18,7 +18,10 @@ FIRST_DELAY = 1.0
 MAX_TOTAL_WAIT = 60.0
 TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
 TRANSIENT_NAMES = ("Timeout", "RateLimit", "ResourceExhausted", "ServiceUnavailable", "InternalServerError",
-                   "ServerError", "ConnectError", "ConnectionError", "DeadlineExceeded", "TooManyRequests")
+                   "ServerError", "ConnectError", "ConnectionError", "DeadlineExceeded", "TooManyRequests",
+                   # a connection dropped without an answer (httpx, httpcore: RemoteProtocolError, ReadError,
+                   # WriteError; aiohttp: ServerDisconnectedError)
+                   "RemoteProtocolError", "ReadError", "WriteError", "ServerDisconnected")
 STOP_GRACE_S = 5.0  # after Ctrl-C or SIGTERM: how long the calls already running may take to land
 SILENT_LIMIT = 3  # attempts of one kind in a row, of two calls or more, with no answer: its provider is silent
 

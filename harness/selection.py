@@ -7,7 +7,7 @@ import hashlib
 import re
 from typing import Optional
 
-SHARD = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
+SHARD = re.compile(r"^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$")  # at most 999,999 shards: an int Python reads
 
 
 class SelectionError(ValueError):
@@ -18,7 +18,8 @@ def parse_shard(text: str) -> tuple[int, int]:
     """'2/4' -> (2, 4): the second of four shards, numbered from 1."""
     found = SHARD.match(text or "")
     if not found or int(found.group(1)) > int(found.group(2)):
-        raise SelectionError(f"--shard {text!r}: expected I/N with 1 <= I <= N, such as 1/4")
+        shown = text if len(text or "") <= 40 else f"{text[:40]}..."
+        raise SelectionError(f"--shard {shown!r}: expected I/N with 1 <= I <= N < 1,000,000, such as 1/4")
     return int(found.group(1)), int(found.group(2))
 
 

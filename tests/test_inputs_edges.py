@@ -195,3 +195,9 @@ def test_a_long_integer_in_a_journal_line_makes_that_line_damaged_not_a_tracebac
     journal.write_text('{"models": {}}\n' + whole + "\n" + whole.replace(": 1}", f": {LONG}}}") + "\n")
     read = cassette.read_journal(journal)
     assert list(read["entries"]) == ["agent/a"] and len(read["damaged"]) == 1 and LONG in read["damaged"][0]
+
+
+@pytest.mark.parametrize("shard", [f"1/{LONG}", f"{LONG}/2"])
+def test_a_shard_of_a_long_integer_is_one_line(notes, capsys, shard):
+    err = refused(capsys, evaluate.main(["--project", ".", "--live", "--shard", shard]))
+    assert err.startswith(f"evaluate.py: --shard '{shard[:40]}...': expected I/N")

@@ -221,3 +221,16 @@ def test_an_answer_after_the_run_stopped_waiting_is_dropped_not_kept(monkeypatch
 
     interrupted_beside(left_behind)
     assert done.wait(HANG_GUARD_S) and outcome == ["dropped"]
+
+
+@pytest.mark.parametrize("dropped", ["RemoteProtocolError", "ReadError", "WriteError"])
+def test_a_connection_dropped_without_an_answer_is_retried(dropped):
+    import httpx
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1")
+    error = getattr(httpx, dropped)("Server disconnected without sending a response.", request=request)
+    assert live_calls.is_transient(RuntimeError("the client's wrapper")) is False
+    try:
+        raise RuntimeError("the client's wrapper") from error
+    except RuntimeError as wrapped:
+        assert live_calls.is_transient(wrapped)
