@@ -184,8 +184,8 @@ def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expecte
     searches; more calls to an expected tool are not held against it), and a call to a tool the case does not
     list fails. In every mode a wrong argument fails. A mode other than the default names itself in the
     reason and in `mode`. The score is the share of expected entries called, in every mode. DeepEval's
-    ToolCorrectnessMetric, which counts identical calls (same tool, same arguments) once, is kept beside it. In every mode and
-    category, an action (`actions`) the case does not list fails: it was proposed and nobody asked for it."""
+    ToolCorrectnessMetric, which counts identical calls (same tool, same arguments) once, is kept beside it.
+    In every mode and category, an action (`actions`) the case does not list fails: it was proposed and nobody asked for it."""
     names = [c["name"] for c in calls]
     unasked = unasked_actions(calls, expected, actions)
     asked = [c["name"] for c in calls if c not in unasked]
