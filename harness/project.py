@@ -88,6 +88,7 @@ class Project:
         """The files the agent's behaviour depends on: `sources` (globs allowed), else the factory's module and
         the rank function's."""
         own = list(dict.fromkeys(self.module_file(spec) for spec in (self.agent, self.rank) if spec))
+        own = [inside(self.folder, path) for path in own]  # a module linked from outside is refused
         if not self.sources:
             return own
         checks = {self.module_file(spec, "checks") for spec in self.checks} - set(own)

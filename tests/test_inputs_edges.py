@@ -137,6 +137,13 @@ def test_a_records_file_that_links_outside_the_project_is_refused_naming_it(note
     assert err.startswith("evaluate.py: orders.json: a link to ") and "outside the project folder" in err
 
 
+def test_a_factory_module_that_links_outside_the_project_is_refused_naming_it(notes, tmp_path, capsys):
+    shutil.move(notes / "agent.py", tmp_path / "agent.py")
+    os.symlink(tmp_path / "agent.py", notes / "agent.py")
+    err = refused(capsys, evaluate.main(["--project", ".", "--live"]))
+    assert err.startswith("evaluate.py: agent.py: a link to ") and "outside the project folder" in err
+
+
 # ---- a `**` glob of pages ---------------------------------------------------------------------------------
 
 def test_a_project_of_all_its_markdown_replays_clean_after_a_live_run(tmp_path, monkeypatch, capsys):
