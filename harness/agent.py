@@ -10,12 +10,15 @@ import importlib
 import inspect
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
 from harness.console import first_line
 from harness.dataset import InputError
 from harness.project import CONFIG, Project
+
+_IMPORTING = threading.RLock()
 
 PROVIDED = ("model", "embeddings", "pages", "records", "given_pages")
 CACHE = Path(".cache") / "agent.json"
@@ -28,22 +31,25 @@ def import_function(project: Project, spec: str, key: str):
     module_name, name = spec.split(":")
     project.module_file(spec, key)  # a clear error when the file is not in the project
     folder = str(project.folder)
-    if folder in sys.path:
-        sys.path.remove(folder)
-    sys.path.insert(0, folder)
-    top = module_name.split(".")[0]
-    for loaded, module in list(sys.modules.items()):  # a snapshot: other threads may be importing
-        if loaded != top and not loaded.startswith(top + "."):
-            continue
-        where = getattr(module, "__file__", None) or ""
-        if not Path(where).absolute().is_relative_to(project.folder):
-            sys.modules.pop(loaded, None)  # another project's module of the same name
-    try:
-        module = importlib.import_module(module_name)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # noqa: BLE001 - whatever the user's module raised, one line
-        raise InputError(f"{CONFIG}: {key}: importing {module_name!r} failed: {first_line(e)}") from None
+    with _IMPORTING:  # the agent and the ladder's rank function may be imported by two threads at once
+        if folder in sys.path:
+            sys.path.remove(folder)
+        sys.path.insert(0, folder)
+        top = module_name.split(".")[0]
+        # dict.copy() runs no Python code, so no other thread's import can change the dict while it is read
+        # (a list of its items may run a finaliser that lets one in: "dictionary changed size during iteration")
+        for loaded, module in sys.modules.copy().items():
+            if loaded != top and not loaded.startswith(top + "."):
+                continue
+            where = getattr(module, "__file__", None) or ""
+            if not Path(where).absolute().is_relative_to(project.folder):
+                sys.modules.pop(loaded, None)  # another project's module of the same name
+        try:
+            module = importlib.import_module(module_name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - whatever the user's module raised, one line
+            raise InputError(f"{CONFIG}: {key}: importing {module_name!r} failed: {first_line(e)}") from None
     function = getattr(module, name, None)
     if not callable(function):
         raise InputError(f"{CONFIG}: {key}: module {module_name!r} has no function {name!r}")
