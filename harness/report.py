@@ -96,7 +96,8 @@ def run_line(report: dict) -> str:
 def gate_of(row: dict, metric: str) -> Optional[str]:
     """The stage a judged metric's verdict decides on this row: its own, 'behaviour' for a behaviour judgement
     (recorded only where the behaviour check reads it), or None when it is reported and never gates."""
-    if metric in stages.stage_order([row]) and metric in stage_results(row):
+    in_order = metric in stages.STAGES or metric in (row.get("criteria") or {})  # stages.stage_order([row])
+    if in_order and metric in row.get("judged", {}) and stages.decides_its_stage(row, metric):
         return metric
     return "behaviour" if metric in BEHAVIOUR_JUDGED and row.get("behaviour") is not None else None
 

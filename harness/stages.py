@@ -255,6 +255,13 @@ def threshold_differences(before: dict, after: dict) -> list[tuple[str, float, f
     return found
 
 
+def decides_its_stage(row: dict, name: str) -> bool:
+    """Whether the row's judged verdict `name` passes or fails a stage of its own: not a behaviour judgement
+    (the behaviour stage reads those), nor relevancy or recall on a case that expects an abstention."""
+    return name not in BEHAVIOUR_JUDGED and not (row.get("expected_behavior") == "abstain"
+                                                and name in PRESUME_AN_ANSWER)
+
+
 def stage_results(row: dict) -> dict[str, bool]:
     """Pass or fail of every stage the row has; a stage that does not apply is absent."""
     results = {}
@@ -264,9 +271,8 @@ def stage_results(row: dict) -> dict[str, bool]:
         results["tools"] = row["tools"]["pass"]
     if row.get("retrieval") is not None:
         results["retrieval"] = row["retrieval"]["recall"] == 1.0
-    abstain = row.get("expected_behavior") == "abstain"
     for name, verdict in row.get("judged", {}).items():
-        if name not in BEHAVIOUR_JUDGED and not (abstain and name in PRESUME_AN_ANSWER):
+        if decides_its_stage(row, name):
             results[name] = passes(verdict["score"], threshold_of(row, name))
     return results
 
