@@ -28,18 +28,6 @@ def calibrated_metrics(criteria: Iterable[str] = ()) -> list[str]:
     return ["faithfulness", *gating_metrics(criteria)]
 
 
-def own_criteria(folder: Path) -> list:
-    """The project's criteria (harness/criteria.py); none when its evals.toml cannot be read (`staleness`
-    says why)."""
-    from harness import project as projects
-    from harness.dataset import InputError
-
-    try:
-        return projects.load(folder).criteria
-    except InputError:
-        return []
-
-
 def report_path(folder: Path, judge: str) -> Path:
     return Path(folder) / "runs" / f"{CALIBRATION_PREFIX}{file_part(judge)}.json"
 
@@ -48,15 +36,22 @@ def status(folder: Path, judge: str) -> dict:
     """{"calibrated": bool, "metrics": {metric: {"agreement", "kappa", "calibrated"}}, "why": "..."} for each
     gating metric, a metric's "calibrated" true only when it passes the whole gate (enough rows of each label,
     agreement and kappa); or {"calibrated": False, "why": ...} alone when there is no usable report."""
+    from harness import project as projects
+    from harness.dataset import InputError
+
     path = report_path(folder, judge)
     if not path.is_file():
         return {"calibrated": False, "why": NOT_RECORDED}
     try:
+        project, unreadable = projects.load(Path(folder)), ""
+    except InputError as e:
+        project, unreadable = None, str(e)
+    try:
         report = read_json(path)
-        stale = staleness(Path(folder), judge, report)
+        stale = staleness(project, judge, report) if project else unreadable
         rows = report["rows"]
         pairs = [(r["metric"], r["verdict"], r["label"]) for r in rows]
-        gating = gating_metrics(c.name for c in own_criteria(Path(folder)))
+        gating = gating_metrics(c.name for c in (project.criteria if project else []))
         tables = agree.tables(pairs, gating)
     except (RecordingError, KeyError, TypeError, ValueError, AttributeError) as e:
         reason = str(e) if isinstance(e, RecordingError) else f"{shown(path)}: not a calibration report"
@@ -87,9 +82,9 @@ def own_thresholds(cases: dict, threshold_of: Callable[[str], float]) -> dict[st
     return {m: t for m in metrics if (t := threshold_of(stage_of(m))) != THRESHOLD}
 
 
-def staleness(folder: Path, judge: str, report: dict) -> str:
-    """Why the report no longer describes this judge on this project's labels; '' when it still does."""
-    from harness import project as projects
+def staleness(project, judge: str, report: dict) -> str:
+    """Why the report no longer describes this judge on this project's (a harness.project.Project) labels; ''
+    when it still does."""
     from harness.dataset import InputError, read
     from harness.entries import judge_identity, sha
 
@@ -97,10 +92,9 @@ def staleness(folder: Path, judge: str, report: dict) -> str:
     identity = judge_identity(judge)
     if any(key.get(field) != value for field, value in identity.items()):
         return "its calibration report was made with another judge or another version of its code"
+    if project.calibration is None:
+        return "the project names no calibration cases (evals.toml: calibration)"
     try:
-        project = projects.load(folder)
-        if project.calibration is None:
-            return "the project names no calibration cases (evals.toml: calibration)"
         cases = read(project.path(project.calibration), project.calibration)
     except InputError as e:
         return str(e)
