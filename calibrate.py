@@ -175,7 +175,8 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
 
         fields = (case["question"], case["answer"], case["reference"], case["context"])
         found = own.get(case["metric"])
-        measurer = Measure(case["metric"], *fields, case.get("expected_facts")) if found is None else criteria.CriterionMeasure(found, *fields)
+        measurer = (Measure(case["metric"], *fields, case.get("expected_facts")) if found is None
+                    else criteria.CriterionMeasure(found, *fields))
         compute = lambda: measurer(judge())  # noqa: E731
         try:
             tape.get(name, deps_of(case, judged_by, own), lambda: with_retries(name, compute, progress.log))

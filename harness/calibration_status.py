@@ -20,7 +20,8 @@ NOT_RECORDED = "judge not calibrated: no calibration recording for it"
 def gating_metrics(criteria: Iterable[str] = ()) -> list[str]:
     """The metrics exactly as evaluate.py runs them for a stage that gates, then the project's own `criteria`
     (their names): each gates its stage, so each is calibrated like the others."""
-    return [m for m in judged_metrics(["context"], facts=True) if stage_of(m) in STAGES] + BEHAVIOUR_JUDGED + list(criteria)
+    built_in = [m for m in judged_metrics(["context"], facts=True) if stage_of(m) in STAGES]
+    return built_in + BEHAVIOUR_JUDGED + list(criteria)
 
 
 def calibrated_metrics(criteria: Iterable[str] = ()) -> list[str]:

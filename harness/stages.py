@@ -29,7 +29,8 @@ def behaviour_verdict(row: dict, planted_retrieved: list[str], checks: Optional[
         return None
     failures = [f"said {s!r}, which must never be said" for s in row.get("must_not", [])
                 if s.lower() in answer.lower()]
-    looked_up = [name for name in row["calls"] if name not in set(actions)]
+    acting = set(actions)
+    looked_up = [name for name in row["calls"] if name not in acting]
     if behaviour == "chitchat" and looked_up:
         failures.append(f"small talk must call no tool; called {', '.join(looked_up)}")
     failures += [f"{c['check']}: {c['reason']}" for c in checks or [] if not c["pass"]]
@@ -185,7 +186,8 @@ def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expecte
     list fails. In every mode a wrong argument fails. A mode other than the default names itself in the
     reason and in `mode`. The score is the share of expected entries called, in every mode. DeepEval's
     ToolCorrectnessMetric, which counts identical calls (same tool, same arguments) once, is kept beside it.
-    In every mode and category, an action (`actions`) the case does not list fails: it was proposed and nobody asked for it."""
+    In every mode and category, an action (`actions`) the case does not list fails: it was proposed and
+    nobody asked for it."""
     names = [c["name"] for c in calls]
     unasked = unasked_actions(calls, expected, actions)
     asked = [c["name"] for c in calls if c not in unasked]

@@ -24,8 +24,8 @@ offline backends. Point the real clients at it with GOOGLE_GEMINI_BASE_URL.
 `reject_keys` is refused as Google refuses a bad key (400 INVALID_ARGUMENT, "API key not valid"); no key at
 all is refused with 403. `faults` makes a model misbehave for requests whose last user text contains a
 marker (see Fault), in a batch too, where a job holding one may also be refused at creation (429), answer
-its polls 429 / 500 or with a reset connection, or never end. `serve()` starts it; `StandIn.requests` logs every request answered, and
-every inline request of a batch once its job has run.
+its polls 429 / 500 or with a reset connection, or never end. `serve()` starts it; `StandIn.requests` logs
+every request answered, and every inline request of a batch once its job has run.
 """
 import importlib
 import itertools
