@@ -7,10 +7,9 @@ pictures are inline SVG drawn here (a stage funnel, pass rates with their Wilson
 category, and the counterfactual runs' verdicts when the report has them); every number in them is also
 text, and the tables below say everything without them.
 """
+import functools
 from html import escape
 from typing import Any, Iterator, Optional
-
-from markdown_it import MarkdownIt
 
 from harness import json_text
 from harness.console import visible
@@ -81,17 +80,23 @@ def _value(v: Any) -> str:
 
 # The markdown summary as HTML: its tables, lists, code and emphasis. The markdown escapes every outside text
 # and writes a line break as <br>; any other HTML, and any link or image (which could fetch), shows as text.
-MARKDOWN = MarkdownIt("commonmark").enable("table").disable(["image", "link", "autolink", "reference"])
-MARKDOWN.add_render_rule("html_inline", lambda tokens, i, *_: "<br>" if tokens[i].content == "<br>"
-                         else escape(tokens[i].content))
-MARKDOWN.add_render_rule("html_block", lambda tokens, i, *_: f"<p>{escape(tokens[i].content)}</p>")
+# Built on first use: compare.py imports this module for its CSS and escaping alone.
+@functools.cache
+def markdown():
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table").disable(["image", "link", "autolink", "reference"])
+    md.add_render_rule("html_inline", lambda tokens, i, *_: "<br>" if tokens[i].content == "<br>"
+                       else escape(tokens[i].content))
+    md.add_render_rule("html_block", lambda tokens, i, *_: f"<p>{escape(tokens[i].content)}</p>")
+    return md
 
 
 def _summary(report: dict) -> str:
     """The markdown report's summary, in the same words; nothing for a report without one."""
     if not report.get("summary"):
         return ""
-    return f'<div class="summary">{MARKDOWN.render(summary(report))}</div>'
+    return f'<div class="summary">{markdown().render(summary(report))}</div>'
 
 
 def _row(r: dict) -> str:
@@ -512,7 +517,7 @@ def html_parts(report: dict) -> Iterator[str]:
     agent = f"Agent {key['agent']}: " if key.get("agent") else ""
     title = (f"{agent}model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
              f"{' (the offline backends)' if key.get('offline') else ''}")
-    run = f"<p>{MARKDOWN.renderInline(visible(run_line(report)))}</p>" if "cases" in key else ""
+    run = f"<p>{markdown().renderInline(visible(run_line(report)))}</p>" if "cases" in key else ""
     yield ("<!DOCTYPE html>\n"
            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
            f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{run}{_summary(report)}"
