@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).parent
-COPIED = ("*.py", "harness/*.py", "offline/*.py", "standins/*.py", "*.json", "evals.toml", "recordings/*.json", "runs/*", "baselines/*.json")
+COPIED = ("*.py", "whichstage/**/*.py", "*.json", "evals.toml", "recordings/*.json", "runs/*", "baselines/*.json")
 
 
 def copy_project(into: Path) -> Path:
@@ -40,16 +40,16 @@ def untimed(value):
 
 def load_project(folder: Path = PROJECT):
     """The project in `folder` (default: the bundled example) loaded as evaluate.py loads it: a
-    harness.inputs.Loaded with its cases, pages, records and the agent's tools."""
-    from harness import project
-    from harness.inputs import load_inputs
+    whichstage.inputs.Loaded with its cases, pages, records and the agent's tools."""
+    from whichstage import project
+    from whichstage.inputs import load_inputs
 
     return load_inputs(project.load(folder))
 
 
 def refusal(folder: Path) -> str:
     """The one-line InputError loading the project in `folder` raises (the test fails if it loads)."""
-    from harness.dataset import InputError
+    from whichstage.dataset import InputError
 
     with pytest.raises(InputError) as caught:
         load_project(folder)
@@ -60,7 +60,7 @@ def refusal(folder: Path) -> str:
 
 def offline_inputs(folder: Path = PROJECT):
     """The project's entries.Inputs for the offline backends (rules, hash, lexical)."""
-    from harness.entries import Inputs
+    from whichstage.entries import Inputs
 
     return Inputs(load_project(folder), "rules", "hash", "lexical")
 
@@ -72,7 +72,7 @@ def project(tmp_path: Path) -> Path:
 
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
 OFFLINE_RUN = "docs-assistant+rules+hash+lexical"  # the bundled recording's and report's file name
-# The second bundled run: the same agent and judge with the real local embedder (offline/e5.py). A replay with
+# The second bundled run: the same agent and judge with the real local embedder (whichstage/offline/e5.py). A replay with
 # no DOCS_* replays both; DOCS_EMBEDDER=hash (or e5-small) chooses one.
 E5_RUN = "docs-assistant+rules+e5-small+lexical"
 
@@ -80,11 +80,6 @@ E5_RUN = "docs-assistant+rules+e5-small+lexical"
 @pytest.fixture
 def here(project: Path, monkeypatch) -> Path:
     """evaluate.py and calibrate.py, in this process, pointed at a copy of the project; no DOCS_* set."""
-    import calibrate
-    import evaluate
-
-    monkeypatch.setattr(evaluate, "HERE", project)
-    monkeypatch.setattr(calibrate, "HERE", project)
     monkeypatch.chdir(project)  # paths in messages read as the user would type them
     for name in OFFLINE:
         monkeypatch.delenv(name, raising=False)
@@ -95,12 +90,8 @@ def here(project: Path, monkeypatch) -> Path:
 def live_project(project: Path, monkeypatch) -> Path:
     """evaluate.py, in this process, pointed at a copy of the project, with the offline backends selected
     and retries that cost no time."""
-    import calibrate
-    import evaluate
-    from harness import live_calls
+    from whichstage import live_calls
 
-    monkeypatch.setattr(evaluate, "HERE", project)
-    monkeypatch.setattr(calibrate, "HERE", project)
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
     monkeypatch.chdir(project)
     for name, value in OFFLINE.items():
@@ -158,7 +149,7 @@ def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
 
     mp.setattr(handler, "judge", one_at_a_time)
 
-    from standins import ollama as ollama_standin  # its on_loopback runs both stand-ins' servers
+    from whichstage.standins import ollama as ollama_standin  # its on_loopback runs both stand-ins' servers
 
     class PromptServer(ThreadingHTTPServer):
         def serve_forever(self, poll_interval=0.05):

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import judging
-from cassette import Cassette, RecordingError, Stale
+from whichstage import judging
+from whichstage.cassette import Cassette, RecordingError, Stale
 from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, untimed
-from evaluate import evaluate, header
-from harness.report import markdown
-from harness.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, \
+from whichstage.evaluate import evaluate, header
+from whichstage.report import markdown
+from whichstage.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, \
     tool_verdict
 
 HERE = Path(__file__).parent
@@ -33,7 +33,7 @@ def tool_scores(question, calls, expected, judge):
 
 @pytest.fixture(scope="module")
 def judge():
-    from offline.lexical_judge import LexicalJudge
+    from whichstage.offline.lexical_judge import LexicalJudge
 
     return LexicalJudge()
 
@@ -107,8 +107,8 @@ def search_output(*pages: str) -> dict:
 
 def test_a_row_ranks_each_search_of_its_trace_on_its_own():
     """Through evaluate's own row: two searches, the expected page first in the second one."""
-    import evaluate as module
-    from cassette import ABSENT
+    from whichstage import evaluate as module
+    from whichstage.cassette import ABSENT
 
     trace = {"answer": "a", "usage": {}, "agent_s": 0.1,
              "tool_calls": [{"name": "search_docs", "args": {"query": "q1"}},
@@ -190,7 +190,7 @@ def test_the_report_shows_the_harness_reason_where_deepeval_disagrees(judge):
     assert "missing tools" not in text
     assert "`twice` DeepEval 0.50, harness 1.00 (every expected call made: 2 calls to search_docs)." in text
     assert "`once` DeepEval" not in text  # both score 0.5: only the reasons differ, and the harness's is shown
-    from harness.html_report import html
+    from whichstage.html_report import html
 
     page = html(report_of(rows))
     assert "expected 2 calls to search_docs, got 1" in page and "every expected call made: 2 calls to" in page
@@ -205,7 +205,7 @@ def report_row(cid: str, made: list[dict], expected: list[str], judge) -> dict:
 
 
 def report_of(rows: list[dict]) -> dict:
-    from harness.stages import summarize
+    from whichstage.stages import summarize
 
     return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
             "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
@@ -393,7 +393,7 @@ def test_replay_reproduces_the_saved_report():
                       judge=lambda: pytest.fail("a replay needs no judge"))
     assert report == json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert markdown(report) + "\n" == (HERE / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
-    from harness.html_report import html
+    from whichstage.html_report import html
 
     assert html(report) == (HERE / "runs" / "docs-assistant+rules+hash+lexical.html").read_text()
 
@@ -494,14 +494,14 @@ def test_split_holdout_reports_only_the_held_out_cases(here, capsys):
 
 
 def evaluate_main(*args: str) -> int:
-    import evaluate as module
+    from whichstage import evaluate as module
     return module.main(list(args))
 
 
 def test_replay_imports_no_model_library_once_the_agents_tools_are_read(project):
     """The first replay of the agent's code reads its tools by building it with the offline backends; a replay
     of the same code reads them from .cache/agent.json and imports no model library."""
-    probe = ("import sys, evaluate; evaluate.main([]); "
+    probe = ("import sys; from whichstage import evaluate; evaluate.main([]); "
              "print(sorted({m.split('.')[0] for m in sys.modules} & "
              "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy'}))")
     first = cli(project, "-c", probe)
@@ -513,7 +513,7 @@ def test_replay_imports_no_model_library_once_the_agents_tools_are_read(project)
 
 
 def test_a_replay_of_inputs_that_passed_their_schemas_imports_no_pydantic(project):
-    probe = "import sys, evaluate; code = evaluate.main([]); print(code, 'pydantic' in sys.modules)"
+    probe = "import sys; from whichstage import evaluate; code = evaluate.main([]); print(code, 'pydantic' in sys.modules)"
     first = cli(project, "-c", probe)
     assert first.stdout.strip().splitlines()[-1] == "0 True", first.stderr  # a fresh clone validates once
     again = cli(project, "-c", probe)
@@ -528,7 +528,7 @@ def test_a_replay_of_inputs_that_passed_their_schemas_imports_no_pydantic(projec
 
 
 def test_offline_live_rerecording_is_identical_but_for_timings(live_project):
-    import calibrate
+    from whichstage import calibrate
     before = comparable(live_project)
     assert evaluate_main("--live", "--rerecord", "--quiet") == 0
     assert calibrate.main(["--live", "--rerecord", "--quiet"]) == 1  # the lexical judge fails its calibration
@@ -573,7 +573,7 @@ class Paid:
     """Every model call a live run makes, by entry: agent runs by question, judge metrics by stage."""
 
     def __init__(self, monkeypatch):
-        from harness import capture
+        from whichstage import capture
         self.agent, self.judged, self.tools = [], [], []
         real_run, real_measure, real_tools = capture.run, judging.measure, judging.tool_scores
         monkeypatch.setattr(capture, "run", lambda agent, q, *history: self.agent.append(q) or real_run(agent, q, *history))
@@ -656,7 +656,7 @@ def test_another_judge_never_replaces_the_recording_of_this_one(live_project, mo
     monkeypatch.setenv("GEMINI_API_KEY", "")
     assert evaluate_main("--live", "--quiet") == 2  # no key: refused before any call
     assert snapshot(live_project) == before
-    import evaluate as module
+    from whichstage import evaluate as module
     assert module.run_name(CASES_NAME, "rules", "hash", "gemini-judge") != OFFLINE_RUN
 
 
@@ -718,7 +718,7 @@ def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsy
 
 
 def test_an_edit_to_an_offline_backends_code_makes_what_it_recorded_stale(project):
-    source = project / "offline" / "lexical_judge.py"
+    source = project / "whichstage" / "offline" / "lexical_judge.py"
     source.write_text(source.read_text() + "\n# a changed rule\n")
     done = cli(project, "evaluate.py")  # a child: the edited code is what it loads
     assert done.returncode == 2 and "(judge code changed)" in done.stderr
@@ -730,7 +730,7 @@ def test_the_offline_backends_name_no_case_and_no_page():
     ordinary words, and the small-talk classes rightly use them)."""
     cases = json.loads((HERE / "cases.json").read_text())["cases"]
     pages = json.loads((HERE / "docs.json").read_text())
-    code = "\n".join((HERE / name).read_text().lower() for name in ("offline/models.py", "offline/lexical_judge.py", "offline/words.py"))
+    code = "\n".join((HERE / name).read_text().lower() for name in ("whichstage/offline/models.py", "whichstage/offline/lexical_judge.py", "whichstage/offline/words.py"))
     assert [p["id"] for p in pages if re.search(rf"[\"']{re.escape(p['id'].lower())}[\"']", code)] == []
     assert [c["id"] for c in cases if "-" in c["id"] and c["id"].lower() in code] == []
 
@@ -786,7 +786,7 @@ def test_arguments_are_read_as_pydantic_reads_them_without_importing_it(kind):
     """stages.as_declared is written without pydantic so a replay stays light; it must agree with it."""
     from pydantic import TypeAdapter, ValidationError
 
-    from harness.stages import as_declared
+    from whichstage.stages import as_declared
 
     values = ["212", " 212 ", "212.0", "212.00", "2_12", "2__12", "_212", "1e3", "abc", "", "212.", "+5", "-3",
               "\u0661\u0662", "0x10", "212.5", 212, 212.0, 212.5, None, [], True, False, 3.0, "007"]

@@ -28,9 +28,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         copy_project(Path(folder))
         sys.path.insert(0, str(PROJECT))
-        import evaluate
-        from harness import project
-        from offline import lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
+        from whichstage import evaluate
+        from whichstage import project
+        from whichstage.offline import lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
 
         loaded = evaluate.load_inputs(project.load(Path(folder)))
         print(f"injected latency {os.environ['DOCS_OFFLINE_LATENCY_MS']} ms per model call, "

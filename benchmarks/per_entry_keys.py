@@ -19,8 +19,9 @@ N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 EDITED = 500
 # Counts the agent runs and judge metrics a live run makes, then records as `evaluate.py --live` does.
 CHILD = """
-import sys, time, evaluate
-from harness import capture, judging
+import sys, time
+from whichstage import evaluate
+from whichstage import capture, judging
 calls = {"agent": [], "judge": 0}
 run, measure = capture.run, judging.measure
 capture.run = lambda agent, q, *history: calls["agent"].append(q) or run(agent, q, *history)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE, PROJECT, load_project
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -132,7 +132,7 @@ def test_no_kind_of_tool_nor_a_tool_node_graph_executes_the_action(tmp_path, off
 
 def test_the_same_agent_outside_the_harness_does_execute_it(tmp_path, offline):
     """The control: the proof above is not vacuous, the tool does write its file when it is run."""
-    from harness import agent, capture, providers
+    from whichstage import agent, capture, providers
 
     folder = write_project(tmp_path / "notes")
     loaded = load_project(folder)
@@ -179,7 +179,7 @@ def test_the_rules_model_does_not_act_on_a_question_about_the_action(refunds):
 # ---- the parts, alone --------------------------------------------------------------------------------------
 
 def test_contains_matches_each_text_ignoring_case():
-    from harness import matching
+    from whichstage import matching
 
     rule = {"contains": ["Sync", "OFFLINE"]}
     assert matching.matches(rule, "sync crashes offline") and not matching.matches(rule, "sync crashes")
@@ -187,7 +187,7 @@ def test_contains_matches_each_text_ignoring_case():
 
 
 def test_a_bad_contains_rule_is_refused_listing_the_rule_shapes():
-    from harness import matching
+    from whichstage import matching
 
     assert matching.rule_error({"contains": "offline"})[0] == "contains"
     key, message = matching.rule_error({"contains": ["x"], "equals": "y"})
@@ -196,7 +196,7 @@ def test_a_bad_contains_rule_is_refused_listing_the_rule_shapes():
 
 
 def test_the_unasked_rule_holds_in_every_mode():
-    from harness.stages import tool_verdict
+    from whichstage.stages import tool_verdict
 
     calls = [{"name": "search", "args": {}}, {"name": "refund", "args": {"order": "A-1"}}]
     verdict = tool_verdict(calls, ["search"], {"score": 1.0, "reason": ""}, mode="superset", actions=["refund"])
@@ -213,7 +213,7 @@ def test_the_unasked_rule_holds_in_every_mode():
     ("Please report a bug: tags vanish after import.", True),
 ])
 def test_the_rules_model_proposes_an_action_asked_for_in_plain_words(message, acts):
-    from offline.actions import requested_actions
+    from whichstage.offline.actions import requested_actions
 
     tool = {"role": "action", "description": "File a bug report: open a new issue with a title and a body.",
             "arguments": {"title": "string", "body": "string"}}

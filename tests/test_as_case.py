@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 import assistant
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE_RUN, load_project
-from harness import ask
-from harness.dataset import ID_RULE
-from harness.trace import Unreadable
+from whichstage import ask
+from whichstage.dataset import ID_RULE
+from whichstage.trace import Unreadable
 
 HERE = Path(__file__).parent.parent
 RESTORE = "How do I bring back a task I archived?"
@@ -86,7 +86,7 @@ def test_a_drafted_case_loads_and_records_once_its_reference_is_written(live_pro
 
 @pytest.mark.parametrize("bad", ["two words", "bad|id", "<b>", ""])
 def test_a_bad_id_is_refused_in_one_line_before_the_agent_runs(project, offline, capsys, monkeypatch, bad):
-    from harness import capture
+    from whichstage import capture
 
     monkeypatch.setattr(capture, "run", lambda *a, **k: pytest.fail("the agent ran"))
     assert assistant.main(["--project", str(project), RESTORE, "--as-case", bad]) == 2
@@ -101,7 +101,7 @@ def test_an_id_the_case_set_already_holds_is_refused_in_one_line(project, offlin
 
 
 def test_pages_the_harness_cannot_read_leave_the_case_without_expected_docs(project, offline, capsys, monkeypatch):
-    from harness.entries import Inputs
+    from whichstage.entries import Inputs
 
     def unreadable(self, trace):
         raise Unreadable("search_docs returned 'three pages', which the harness cannot read as pages")
@@ -116,7 +116,7 @@ def test_pages_the_harness_cannot_read_leave_the_case_without_expected_docs(proj
 
 def test_a_drafted_case_is_refused_on_load_until_its_reference_is_written(tmp_path):
     from conftest import copy_project, load_project
-    from harness.dataset import InputError
+    from whichstage.dataset import InputError
 
     project = copy_project(tmp_path)
     cases = json.loads((project / "cases.json").read_text())

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import baseline
-from harness import judging
-from harness.baseline import BaselineError, check, from_report
+from whichstage import baseline
+from whichstage import judging
+from whichstage.baseline import BaselineError, check, from_report
 
 HERE = Path(__file__).parent.parent
 BASELINE = "baselines/docs-assistant+rules+hash+lexical.json"
@@ -29,7 +29,7 @@ def with_row(report, case_id, **changes):
 
 
 def resummarize(report):
-    from harness import stages
+    from whichstage import stages
 
     for r in report["rows"]:
         r["first_failure"] = stages.first_failure(r)
@@ -76,7 +76,7 @@ def test_the_bundled_baseline_is_the_bundled_run():
 
 
 def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(live_project, capsys):
-    import evaluate
+    from whichstage import evaluate
     tmp_path = live_project
     docs = json.loads((tmp_path / "docs.json").read_text())
     for page in docs:  # a deliberate retrieval regression: the storage page loses its words
@@ -96,7 +96,7 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(liv
 
 
 def test_no_baseline_is_written_from_an_incomplete_run(live_project, monkeypatch):
-    import evaluate
+    from whichstage import evaluate
     tmp_path = live_project
 
     def outage(*args):

@@ -1,4 +1,4 @@
-"""`--live --batch`: the judge through the Gemini Batch API at the stand-in (standins/gemini.py), with the real
+"""`--live --batch`: the judge through the Gemini Batch API at the stand-in (whichstage/standins/gemini.py), with the real
 google-genai client: the same verdicts as an interactive run, the batch price, one batch per round, a killed
 run that resumes polling without paying twice, failures that cost only their own entries."""
 import io
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import copy_project, quick_standin
-from harness import batch, live_calls, providers, run_files
-from standins import gemini as gemini_standin
-from standins.gemini import Fault, serve
+from whichstage import batch, live_calls, providers, run_files
+from whichstage.standins import gemini as gemini_standin
+from whichstage.standins.gemini import Fault, serve
 
 MODELS = {"DOCS_MODEL": "gemini-3.8-flash", "DOCS_EMBEDDER": "gemini-embedding-2", "DOCS_JUDGE": "gemini-3.8-flash"}
 CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, a lookup, small talk, an abstention
@@ -50,7 +50,7 @@ def run_full(project: Path, standin, *args: str, **env: str) -> tuple[int, str, 
     """As run, with `env` over the test's variables; the exit code, stdout, stderr and the requests. A run
     that never ends fails the test (a hang guard, not a measure of speed)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(evaluate, "HERE", project)
+        mp.chdir(project)
         mp.setattr(live_calls, "sleep", lambda s: None)
         mp.chdir(project)
         for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES):
@@ -117,7 +117,7 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_call(tmp_path, standi
     project = project_with(tmp_path)
     for judge in ("lexical", "some-ollama-model"):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(evaluate, "HERE", project)
+            mp.chdir(project)
             mp.setenv("DOCS_JUDGE", judge)
             mp.setenv("DOCS_MODEL", "rules")
             mp.setenv("DOCS_EMBEDDER", "hash")
@@ -190,7 +190,6 @@ def test_the_plans_judge_metrics_are_the_judge_requests_the_stand_in_then_answer
                           "expected_docs": ["tags"], "reference": "Use tracker tag ID NAME."})
     (project / "cases.json").write_text(json.dumps(data))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(evaluate, "HERE", project)
         mp.chdir(project)
         for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url}.items():
             mp.setenv(variable, value)

@@ -1,4 +1,4 @@
-"""`--live --batch` when the Batch API misbehaves (standins/gemini.py's batch faults, the real google-genai
+"""`--live --batch` when the Batch API misbehaves (whichstage/standins/gemini.py's batch faults, the real google-genai
 client): a 429 on creating a job, a 500 or a reset connection on a poll, a poll failing for good, a job that
 never ends, a journaled job the server no longer knows, a refusal quoting the API key, and SIGTERM while a
 retry waits. None leaves a run waiting forever, a traceback, a secret in any output, or a paid answer lost."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import quick_standin
-from harness import live_calls, providers, run_files
-from standins import gemini as gemini_standin
-from standins.gemini import Fault, serve
+from whichstage import live_calls, providers, run_files
+from whichstage.standins import gemini as gemini_standin
+from whichstage.standins.gemini import Fault, serve
 from test_batch import MODELS, project_with, run, run_full
 
 JUDGE = MODELS["DOCS_JUDGE"]

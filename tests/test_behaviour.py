@@ -2,7 +2,7 @@
 instructions ignored, each on a small hand-built row; and its place first in the first-failure order."""
 from typing import Optional
 
-from harness.stages import STAGES, behaviour_verdict, first_failure, stage_results
+from whichstage.stages import STAGES, behaviour_verdict, first_failure, stage_results
 
 
 def judged(**scores) -> dict:

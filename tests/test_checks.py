@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import compare
-import evaluate
+from whichstage import compare
+from whichstage import evaluate
 from conftest import OFFLINE
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -140,7 +140,7 @@ def test_a_check_that_raises_fails_the_behaviour_stage_naming_it_in_one_line(min
     (3, (False, "returned int 3, not True, None, False or a reason")),
 ])
 def test_what_a_check_returns_is_its_verdict(said, verdict):
-    from harness import checks
+    from whichstage import checks
 
     check = checks.Check("checks:any", lambda answer: said, ["answer"])
     found = checks.verdict(check, {"answer": "text"})
@@ -148,7 +148,7 @@ def test_what_a_check_returns_is_its_verdict(said, verdict):
 
 
 def test_a_check_gets_a_copy_and_cannot_change_what_the_other_stages_read():
-    from harness import checks
+    from whichstage import checks
 
     trace = {"answer": "a", "tool_calls": [{"name": "search_help", "args": {"query": "q"}}], "tool_outputs": []}
     mutate = checks.Check("checks:mutate", lambda trace: trace["tool_calls"].clear(), ["trace"])

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE, offline_inputs, refusal
-from harness.project import ToolRole
-from harness.trace import PageRuleError, Unreadable, read
+from whichstage.project import ToolRole
+from whichstage.trace import PageRuleError, Unreadable, read
 
 # A search that ranks sentence chunks by the question's words (the best three that share two or more); `ID` and `EXTRA` say how a chunk is named.
 AGENT = '''import re

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import compare
-import evaluate
-from harness import console
-from harness import stages
-from harness import stats
+from whichstage import compare
+from whichstage import evaluate
+from whichstage import console
+from whichstage import stages
+from whichstage import stats
 from conftest import copy_project
 
 HERE = Path(__file__).parent.parent
@@ -79,7 +79,6 @@ def changed_run(tmp_path_factory) -> Path:
     archive["title"] = "Archiving tasks"
     (copy / "docs.json").write_text(json.dumps(docs, indent=2) + "\n")
     with pytest.MonkeyPatch.context() as mp:  # `python evaluate.py --live` in the copy, in this process
-        mp.setattr(evaluate, "HERE", copy)
         mp.chdir(copy)
         for name, value in OFFLINE.items():
             mp.setenv(name, value)
@@ -368,7 +367,7 @@ def test_an_empty_html_path_is_refused(capsys, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-# ---- stdout that cannot take the text: harness.console --------------------------------------------------
+# ---- stdout that cannot take the text: whichstage.console --------------------------------------------------
 
 def compare_process(stdout, *reports: Path) -> subprocess.CompletedProcess:
     """`python compare.py A B` in the repository, its stdout on `stdout`."""
@@ -508,9 +507,9 @@ def report_of(rows: list[dict]) -> dict:
 
 def test_every_report_prints_5_of_11_as_45_percent_and_8_of_9_from_57_percent():
     """The markdown report, the HTML page, compare.py's text and page, and the baseline gate's message."""
-    from harness import baseline
-    from harness.html_report import html
-    from harness.report import markdown
+    from whichstage import baseline
+    from whichstage.html_report import html
+    from whichstage.report import markdown
 
     for (passed, total), text in (((5, 11), "5/11 = 45% (95% CI 21%-72%)"), ((8, 9), "8/9 = 89% (95% CI 57%-98%)")):
         report = report_of(rows_passing(passed, total))

@@ -1,4 +1,4 @@
-"""A project's own judged criteria (evals.toml `[criteria.NAME]`, harness/criteria.py): each a GEval stage after
+"""A project's own judged criteria (evals.toml `[criteria.NAME]`, whichstage/criteria.py): each a GEval stage after
 the built-in ones, in every report format, in compare.py and the baseline; bad tables refused; each entry
 depending on its own rubric; calibrated by labelled rows. Every run is of a project made by `init`, through
 `--project`, as a user's would be, with the offline backends."""
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import calibrate
-import compare
-import evaluate
+from whichstage import calibrate
+from whichstage import compare
+from whichstage import evaluate
 from conftest import OFFLINE
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -60,7 +60,7 @@ def edit(folder: Path, old: str, new: str) -> None:
 def offline(monkeypatch):
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
-    from harness import live_calls
+    from whichstage import live_calls
 
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
 
@@ -244,7 +244,7 @@ def test_a_labelled_row_naming_no_declared_criterion_is_refused(recorded, capsys
 
 
 def test_a_second_judge_is_compared_on_a_criterion_at_its_own_threshold():
-    from harness import judges
+    from whichstage import judges
 
     def report(judge: str, score: float) -> dict:
         return {"key": {"judge": judge}, "rows": [{"id": "a", "criteria": {"polite": 0.5},
@@ -255,7 +255,7 @@ def test_a_second_judge_is_compared_on_a_criterion_at_its_own_threshold():
 
 
 def test_a_criterion_without_its_own_threshold_takes_the_projects(tmp_path):
-    from harness.project import load
+    from whichstage.project import load
 
     (tmp_path / "evals.toml").write_text('agent = "agent:build"\nthreshold = 0.8\n[thresholds]\nfaithfulness = 0.9\n'
                                          '[criteria.polite]\nrubric = "Thanks the user."\n'

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_project, load_project, refusal
-from harness import dataset, project
-from harness.dataset import CACHE, InputError, load_calibration
+from whichstage import dataset, project
+from whichstage.dataset import CACHE, InputError, load_calibration
 
 HERE = Path(__file__).parent.parent
 

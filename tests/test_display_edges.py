@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE
-from harness import show
-from harness.dataset import InputError
-from harness.html_report import _pages
-from harness.project import tool_role
+from whichstage import show
+from whichstage.dataset import InputError
+from whichstage.html_report import _pages
+from whichstage.project import tool_role
 
 CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
 

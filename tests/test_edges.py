@@ -3,6 +3,7 @@ or read, a byte-order mark, ids that break the report, --help, log lines that co
 the CI workflows. All offline, on a copy of the project."""
 import codecs
 import errno
+import importlib
 import json
 import os
 import re
@@ -15,14 +16,14 @@ import pytest
 import yaml
 
 import assistant
-import calibrate
-import cassette
-import evaluate
-from harness import judging
-from harness import stages
+from whichstage import calibrate
+from whichstage import cassette
+from whichstage import evaluate
+from whichstage import judging
+from whichstage import stages
 from conftest import OFFLINE_RUN, untimed
-from harness.dataset import ID_RULE, PAGE_ID_RULE
-from harness.report import markdown
+from whichstage.dataset import ID_RULE, PAGE_ID_RULE
+from whichstage.report import markdown
 
 HERE = Path(__file__).parent.parent
 OUTPUTS = ("recordings", "runs", "baselines")
@@ -88,7 +89,7 @@ def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(live_project,
     env, encoding = non_utf8_env(kind, tmp_path_factory.mktemp("locale"))
     done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, env=env, capture_output=True, timeout=120)
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")
-    from harness.run_files import run_name
+    from whichstage.run_files import run_name
 
     name = run_name("docs-assistant — café", "rules", "hash", "lexical")  # an ASCII file name for any name
     assert name.isascii() and name.startswith("docs-assistant-caf-~")
@@ -235,7 +236,7 @@ def test_a_full_disk_exits_2_naming_the_file_and_leaves_nothing_half_written(her
     before = outputs(here)
     real_fdopen = os.fdopen
     monkeypatch.setattr(cassette.os, "fdopen", lambda fd, *a, **kw: FullDisk(real_fdopen(fd, *a, **kw)))
-    assert __import__(script).main(args) == 2
+    assert importlib.import_module(f"whichstage.{script}").main(args) == 2
     out, err = capsys.readouterr()
     assert one_line(err) == f"{script}.py: {written}: cannot write: No space left on device"
     assert out == "" and outputs(here) == before
@@ -352,7 +353,7 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
 
 def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(live_project, monkeypatch,
                                                                                        capsys):
-    from harness import capture
+    from whichstage import capture
 
     real_run, runs = capture.run, []
 

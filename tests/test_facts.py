@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import calibrate
-import evaluate
+from whichstage import calibrate
+from whichstage import evaluate
 from conftest import OFFLINE, OFFLINE_RUN, offline_inputs
 
 HERE = Path(__file__).parent.parent
@@ -18,7 +18,7 @@ EXPIRY = ["Tokens expire after 90 days", "Unless created with --no-expiry"]
 
 
 def covered(fact: str, answer: str) -> bool:
-    from offline.lexical_judge import fact_verdict
+    from whichstage.offline.lexical_judge import fact_verdict
 
     return fact_verdict(fact, answer)["covered"]
 
@@ -47,7 +47,7 @@ def test_the_lexical_judge_reads_a_fact(fact, answer, stated):
 # ---- the verdict: one per fact, strict, a misaligned list an error --------------------------------------------
 
 def test_the_reason_names_the_missing_facts_and_the_score_is_strict():
-    from harness.facts import FactVerdict, outcome
+    from whichstage.facts import FactVerdict, outcome
 
     score, reason, each = outcome(EXPIRY, [FactVerdict(reason="said", covered=True),
                                            FactVerdict(reason="not said", covered=False)])
@@ -56,7 +56,7 @@ def test_the_reason_names_the_missing_facts_and_the_score_is_strict():
 
 
 def test_a_verdict_list_of_another_length_is_a_judge_error_never_padded():
-    from harness.facts import FactVerdict, MisalignedVerdicts, outcome
+    from whichstage.facts import FactVerdict, MisalignedVerdicts, outcome
 
     with pytest.raises(MisalignedVerdicts, match="1 fact verdicts for 2 expected facts"):
         outcome(EXPIRY, [FactVerdict(reason="said", covered=True)])
@@ -68,7 +68,7 @@ class OneVerdictJudge:
     def __new__(cls):
         from deepeval.models import DeepEvalBaseLLM
 
-        from harness.facts import Verdicts
+        from whichstage.facts import Verdicts
 
         class Judge(DeepEvalBaseLLM):
             def load_model(self):
@@ -87,16 +87,16 @@ class OneVerdictJudge:
 
 
 def test_a_live_judge_returning_too_few_verdicts_fails_the_measurement():
-    from harness.facts import MisalignedVerdicts
-    from harness.judging import measure
+    from whichstage.facts import MisalignedVerdicts
+    from whichstage.judging import measure
 
     with pytest.raises(MisalignedVerdicts):
         measure("facts", OneVerdictJudge(), "Do tokens expire?", "They do.", "ref", ["ctx"], EXPIRY)
 
 
 def test_the_recorded_verdict_keeps_each_facts_reason():
-    from harness.judging import measure
-    from offline.lexical_judge import LexicalJudge
+    from whichstage.judging import measure
+    from whichstage.offline.lexical_judge import LexicalJudge
 
     found = measure("facts", LexicalJudge(), "Do tokens expire?", "Tokens expire after 90 days.", "ref", ["ctx"],
                     EXPIRY)
@@ -120,7 +120,7 @@ def init_project(tmp_path: Path, monkeypatch, facts: dict[str, list[str]]) -> Pa
 
 
 def test_a_misaligned_verdict_list_makes_the_case_an_error_counted_apart(tmp_path, monkeypatch):
-    from offline import lexical_judge
+    from whichstage.offline import lexical_judge
 
     init_project(tmp_path, monkeypatch, {"offline-edits": ["Notes edited offline sync when the app is back online",
                                                            "Sync needs a connection"]})
@@ -137,7 +137,7 @@ def test_a_misaligned_verdict_list_makes_the_case_an_error_counted_apart(tmp_pat
 # ---- the stage ------------------------------------------------------------------------------------------------
 
 def test_facts_comes_after_answer_relevancy_and_the_seeds_five_keep_their_order():
-    from harness.stages import STAGES
+    from whichstage.stages import STAGES
 
     assert STAGES[STAGES.index("answer_relevancy") + 1] == "facts"
     assert [s for s in STAGES if s != "facts"] == ["behaviour", "tools", "retrieval", "faithfulness",
@@ -145,7 +145,7 @@ def test_facts_comes_after_answer_relevancy_and_the_seeds_five_keep_their_order(
 
 
 def test_a_missing_fact_is_the_first_failure_when_every_earlier_stage_passes():
-    from harness.stages import failure_reason, first_failure
+    from whichstage.stages import failure_reason, first_failure
 
     row = {"tools": {"pass": True}, "expected_behavior": "answer",
            "judged": {"answer_relevancy": {"score": 1.0}, "facts": {"score": 0.0, "reason": 'missing facts: ["x"]'}}}
@@ -154,14 +154,14 @@ def test_a_missing_fact_is_the_first_failure_when_every_earlier_stage_passes():
 
 
 def test_an_abstain_case_is_not_graded_on_facts_even_with_a_verdict():
-    from harness.stages import stage_results
+    from whichstage.stages import stage_results
 
     row = {"expected_behavior": "abstain", "judged": {"facts": {"score": 0.0}}}
     assert "facts" not in stage_results(row)
 
 
 def test_only_a_case_with_expected_facts_that_does_not_abstain_gets_a_facts_entry():
-    from harness.entries import case_entries
+    from whichstage.entries import case_entries
 
     inputs = offline_inputs()
     trace = {"answer": "Tokens expire after 90 days.", "tool_calls": [], "tool_outputs": []}
@@ -173,7 +173,7 @@ def test_only_a_case_with_expected_facts_that_does_not_abstain_gets_a_facts_entr
 
 
 def test_the_facts_entry_depends_on_the_answer_and_the_facts_only():
-    from harness.entries import case_entries
+    from whichstage.entries import case_entries
 
     inputs = offline_inputs()
     trace = {"answer": "Tokens expire after 90 days.", "tool_calls": [], "tool_outputs": []}
@@ -246,7 +246,7 @@ def test_the_markdown_and_html_reports_have_a_facts_column():
 
 
 def test_the_baseline_holds_the_facts_stage_to_its_tolerance():
-    from harness import baseline
+    from whichstage import baseline
 
     report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
     saved = baseline.from_report(report)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-import compare
-from harness import baseline
-from harness.dataset import InputError
-from harness.project import load
+from whichstage import compare
+from whichstage import baseline
+from whichstage.dataset import InputError
+from whichstage.project import load
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "runs" / "docs-assistant+rules+hash+lexical.all.json"
@@ -48,8 +48,8 @@ def test_a_project_threshold_moves_only_the_stages_scored_as_a_share(tmp_path):
 def test_calibration_measures_agreement_at_the_projects_thresholds_and_goes_stale_when_they_change(tmp_path, capsys):
     import shutil
 
-    import calibrate
-    import evaluate
+    from whichstage import calibrate
+    from whichstage import evaluate
 
     project = tmp_path / "inverter"
     shutil.copytree(ROOT / "examples" / "inverter", project)

@@ -19,17 +19,17 @@ from typing import Optional
 import httpx
 import pytest
 
-import evaluate
-from standins import gemini as gemini_standin
-from harness import live_calls
-from harness import providers
-from harness import run_files
-from harness.agent import rules_roles
-from harness.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
+from whichstage import evaluate
+from whichstage.standins import gemini as gemini_standin
+from whichstage import live_calls
+from whichstage import providers
+from whichstage import run_files
+from whichstage.agent import rules_roles
+from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
 from conftest import copy_project, load_project, quick_standin, recorded_calls
-from standins.gemini import Fault, serve
-from harness.live_calls import CallFailed, is_transient, retry_after, with_retries
-from offline.models import plan_tool_calls
+from whichstage.standins.gemini import Fault, serve
+from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
+from whichstage.offline.models import plan_tool_calls
 
 HERE = Path(__file__).parent.parent
 CASES = {c["id"]: c for c in json.loads((HERE / "cases.json").read_text())["cases"]}
@@ -139,7 +139,7 @@ def run(project: Path, standin, *args: str, **env: str) -> Run:
     None unsets), the model variables unset unless given; waits recorded instead of slept."""
     sleeps: list[float] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(evaluate, "HERE", project)
+        mp.chdir(project)
         mp.setattr(live_calls, "sleep", sleeps.append)
         for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, providers.GEMINI_URL_VARIABLE):
             mp.delenv(variable, raising=False)
@@ -428,7 +428,7 @@ def test_an_unusable_answer_is_a_plain_error_after_one_attempt(at_standin, clien
     ({"properties": {"reason": {}}}, "...\nAnswer Relevancy Score:\n1.0\n...", "AnswerRelevancyScoreReason"),
 ])
 def test_the_standin_names_a_schema_by_its_title_else_by_its_properties_and_the_prompt(schema, prompt, title):
-    from standins.gemini import schema_title
+    from whichstage.standins.gemini import schema_title
 
     assert schema_title(schema, prompt) == title
 

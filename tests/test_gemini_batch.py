@@ -1,4 +1,4 @@
-"""The Gemini Batch API of the stand-in (standins/gemini.py), driven by the real google-genai client:
+"""The Gemini Batch API of the stand-in (whichstage/standins/gemini.py), driven by the real google-genai client:
 `batches.create(model=..., src=[inline requests])` and `batches.get(name=...)` until the job is done, as the
 harness will send judge requests in batches. No network beyond 127.0.0.1.
 
@@ -19,9 +19,9 @@ from google import genai
 from google.genai import errors, types
 
 from conftest import quick_standin
-from harness import providers
-from standins import gemini as gemini_standin
-from standins.gemini import Fault
+from whichstage import providers
+from whichstage.standins import gemini as gemini_standin
+from whichstage.standins.gemini import Fault
 
 HERE = Path(__file__).parent.parent
 CHAT, EMBED, JUDGE = "gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"
@@ -213,7 +213,7 @@ def test_a_fresh_client_gets_a_job_by_name(start):
     for _ in range(2):  # a new client polls it
         assert fresh.batches.get(name=job.name).state == types.JobState.JOB_STATE_RUNNING
     # Another process, as a harness restarted mid-job: it knows only the name.
-    script = ("import sys; from google import genai; from harness import providers\n"
+    script = ("import sys; from google import genai; from whichstage import providers\n"
               "gemini = genai.Client(api_key='other-key', http_options=providers.gemini_http_options())\n"
               "job = gemini.batches.get(name=sys.argv[1])\n"
               "print(job.state.name); [print(r.response.text) for r in job.dest.inlined_responses]\n")

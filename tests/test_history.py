@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE_RUN, copy_project, load_project, offline_inputs
-from harness import capture
-from harness.dataset import InputError
-from harness.entries import field_hashes, judge_input
+from whichstage import capture
+from whichstage.dataset import InputError
+from whichstage.entries import field_hashes, judge_input
 
 HISTORY = [{"role": "user", "content": "How do I archive a finished task?"},
            {"role": "assistant", "content": "Run tracker archive ID.",

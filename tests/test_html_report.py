@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import stages
-from harness.html_report import BAR_W, LABEL_W, html
-from harness.stats import rate, rate_text, wilson_interval
+from whichstage import stages
+from whichstage.html_report import BAR_W, LABEL_W, html
+from whichstage.stats import rate, rate_text, wilson_interval
 
 HERE = Path(__file__).parent.parent
 CHROMIUM = Path("/usr/bin/chromium")

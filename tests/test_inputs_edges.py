@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import cassette
-import compare
-import evaluate
+from whichstage import cassette
+from whichstage import compare
+from whichstage import evaluate
 from conftest import OFFLINE, load_project
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -160,7 +160,7 @@ def test_a_project_of_all_its_markdown_replays_clean_after_a_live_run(tmp_path, 
 
 
 def test_a_glob_skips_environments_and_package_folders(notes):
-    from harness import project
+    from whichstage import project
 
     for folder in ("venv/lib", "env2", "node_modules/x", "docs/__pycache__"):
         (notes / folder).mkdir(parents=True)
@@ -173,7 +173,7 @@ def test_a_glob_skips_environments_and_package_folders(notes):
 
 
 def test_a_glob_may_name_a_package_folder_it_means(notes):
-    from harness import project
+    from whichstage import project
 
     (notes / "node_modules" / "x").mkdir(parents=True)
     (notes / "node_modules" / "x" / "README.md").write_text("# Named\n\nNamed by the pattern.\n")

@@ -6,11 +6,11 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE, copy_project, quick_standin
-from harness import judges, live_calls, providers
-from standins import gemini as gemini_standin
-from standins.gemini import serve
+from whichstage import judges, live_calls, providers
+from whichstage.standins import gemini as gemini_standin
+from whichstage.standins.gemini import serve
 
 SECOND = "gemini-3.8-flash"
 

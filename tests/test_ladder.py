@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import ladder
-from harness.baseline import check, from_report
-from cassette import ABSENT, Cassette
+from whichstage import ladder
+from whichstage.baseline import check, from_report
+from whichstage.cassette import ABSENT, Cassette
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, load_project
-from harness.entries import Inputs, agent_entry
-from evaluate import header
+from whichstage.entries import Inputs, agent_entry
+from whichstage.evaluate import header
 
 HERE = Path(__file__).parent.parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
@@ -141,7 +141,7 @@ def test_a_tokenisation_change_makes_only_the_keyword_rankings_stale(monkeypatch
 
 def test_a_live_run_builds_each_ranker_once_and_retries_a_ranking_like_any_paid_call(live_project, monkeypatch,
                                                                                       capsys):
-    import evaluate
+    from whichstage import evaluate
     built, failed = [], []
     real_ranker, real_keyword = ladder.project_ranker, ladder.keyword_index
 
@@ -187,12 +187,12 @@ def test_the_bundled_reports_carry_the_ladder():
 
 
 def test_a_replay_imports_no_numpy_bm25s_or_langchain(project):
-    probe = ("import sys, evaluate; code = evaluate.main(['--split', 'all']); "
+    probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & "
              "{'numpy', 'scipy', 'bm25s', 'langchain', 'langchain_core', 'deepeval'}))")
     clean = {k: v for k, v in os.environ.items() if k not in OFFLINE}
     subprocess.run([sys.executable, "evaluate.py"], cwd=project, capture_output=True, env=clean, timeout=300,
-                   check=True)  # the first replay of the agent's code reads its tools (harness/agent.py)
+                   check=True)  # the first replay of the agent's code reads its tools (whichstage/agent.py)
     done = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, env=clean,
                           timeout=300)
     assert done.returncode == 0, done.stderr

@@ -1,16 +1,17 @@
 """Live runs that survive the real world: resume after an interrupt, retries, errors apart from failures,
 progress, and cost and latency next to quality. All offline: the models are the offline backends."""
+import importlib
 import json
 from pathlib import Path
 
 import pytest
 
-import evaluate
-from harness import capture, judging
-from harness import ladder
-from harness import live_calls
+from whichstage import evaluate
+from whichstage import capture, judging
+from whichstage import ladder
+from whichstage import live_calls
 from conftest import OFFLINE, OFFLINE_RUN, untimed
-from harness.live_calls import CallFailed, Progress, is_transient, with_retries
+from whichstage.live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parent.parent
 # The bundled report of the default (dev) split, which a live run without --split rewrites.
@@ -267,7 +268,7 @@ def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_
                                            (["--live", "--concurrency", "65"], "--concurrency must be from 1 to 64")])
 @pytest.mark.parametrize("script", ["evaluate", "calibrate"])
 def test_live_options_that_make_no_sense_are_refused(capsys, script, args, message):
-    module = __import__(script)
+    module = importlib.import_module(f"whichstage.{script}")
     with pytest.raises(SystemExit) as exited:
         module.main(args)
     assert exited.value.code == 2 and message in capsys.readouterr().err

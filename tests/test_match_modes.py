@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_project, load_project, refusal
-from harness import matching, schemas
-from harness.dataset import InputError, check_stated
-from harness.stages import argument_errors, tool_verdict
+from whichstage import matching, schemas
+from whichstage.dataset import InputError, check_stated
+from whichstage.stages import argument_errors, tool_verdict
 
 HERE = Path(__file__).parent.parent
 PERFECT = {"score": 1.0, "reason": ""}

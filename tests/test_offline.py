@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 
 from conftest import load_project, offline_inputs
-from harness.agent import documents, rules_roles, tools_of
-from harness.capture import run
-from harness.judging import measure
-from offline import lexical_judge
-from offline.lexical_judge import LexicalJudge
-from offline.models import HashEmbeddings, RulesChatModel, plan_tool_calls
-from offline.words import content, is_refusal
+from whichstage.agent import documents, rules_roles, tools_of
+from whichstage.capture import run
+from whichstage.judging import measure
+from whichstage.offline import lexical_judge
+from whichstage.offline.lexical_judge import LexicalJudge
+from whichstage.offline.models import HashEmbeddings, RulesChatModel, plan_tool_calls
+from whichstage.offline.words import content, is_refusal
 
 HERE = Path(__file__).parent.parent
 DOCS = json.loads((HERE / "docs.json").read_text())
@@ -152,7 +152,7 @@ def test_a_question_the_docs_answer_still_gets_the_extractive_answer(agent):
 
 
 def test_a_planted_instruction_is_retrieved_but_never_repeated(agent):
-    from harness.trace import read
+    from whichstage.trace import read
 
     trace = ask(agent, "How do I sync faster with my API token?")
     assert "user-tips" in read(trace, loaded().project.roles, {p["id"] for p in DOCS + [TIPS]})["retrieved"]
@@ -182,8 +182,8 @@ def test_the_agents_tools_take_the_parameters_scoring_reads_them_by(agent):
 
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from harness.stages import as_declared
-    from offline.models import tool_arguments
+    from whichstage.stages import as_declared
+    from whichstage.offline.models import tool_arguments
 
     tools = {tool.name: tool for tool in tools_of(agent)}
     described = loaded().described

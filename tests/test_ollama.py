@@ -20,11 +20,11 @@ from typing import Iterator, Mapping
 
 import pytest
 
-import evaluate
-from harness import live_calls
-from standins import ollama as ollama_standin
+from whichstage import evaluate
+from whichstage import live_calls
+from whichstage.standins import ollama as ollama_standin
 from conftest import quick_standin, recorded_calls
-from standins.ollama import StandIn, serve
+from whichstage.standins.ollama import StandIn, serve
 
 HERE = Path(__file__).parent.parent
 OFFLINE_REPORT = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())  # the dev split
@@ -51,7 +51,6 @@ def run(folder: Path, host: str, *args: str, no_sleep: bool = False, **env: str)
     the working directory are `folder`, no other DOCS_* or OLLAMA_* variable is set; with `no_sleep`, retries
     cost no time (the backoff is real code, only its sleep is skipped)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(evaluate, "HERE", folder)
         mp.chdir(folder)
         if no_sleep:
             mp.setattr(live_calls, "sleep", lambda seconds: None)
@@ -301,7 +300,7 @@ class SlowStream:
 
 @pytest.mark.parametrize("logger", ["recording.Quiet", "live_calls.Progress"])
 def test_lines_logged_by_concurrent_calls_stay_whole(monkeypatch, logger):
-    from harness import recording
+    from whichstage import recording
 
     stream = SlowStream()
     monkeypatch.setattr(sys, "stderr", stream)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import calibrate
-import compare
-import evaluate
+from whichstage import calibrate
+from whichstage import compare
+from whichstage import evaluate
 from conftest import OFFLINE, untimed
 
 HERE = Path(__file__).parent.parent
@@ -25,7 +25,7 @@ def example(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
-    from harness import live_calls
+    from whichstage import live_calls
 
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
     return folder
@@ -263,8 +263,7 @@ def test_a_bad_evals_toml_exits_2_in_one_line_and_writes_nothing(example, capsys
 
 
 def test_the_harness_imports_nothing_of_the_bundled_example():
-    for source in [*(HERE / "harness").glob("*.py"), HERE / "evaluate.py", HERE / "calibrate.py",
-                   HERE / "compare.py", HERE / "cassette.py"]:
+    for source in [*(HERE / "whichstage").rglob("*.py"), HERE / "evaluate.py", HERE / "calibrate.py", HERE / "compare.py"]:
         lines = source.read_text().splitlines()
         assert not [line for line in lines if line.strip().startswith(("import assistant", "from assistant"))], source
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-import evaluate
-from cassette import Cassette, hold
+from whichstage import evaluate
+from whichstage.cassette import Cassette, hold
 from conftest import OFFLINE_RUN, quick_standin
-from harness import capture, judging, providers
+from whichstage import capture, judging, providers
 
 SECOND = "gemini-3.8-flash"
 REAL_MEASURE = judging.measure
@@ -48,8 +48,8 @@ def counted_runs(monkeypatch) -> list[str]:
 
 def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_project, shared_ssl_contexts,
                                                                        monkeypatch, capsys):
-    from standins import gemini as gemini_standin
-    from standins.gemini import serve
+    from whichstage.standins import gemini as gemini_standin
+    from whichstage.standins.gemini import serve
 
     recording_of(live_project).unlink()  # every trace is paid for by this run's first pass
     edit_cases(live_project, lambda d: d.update(cases=[c for c in d["cases"] if c["id"] in ("backup", "issue-212")]))
@@ -174,7 +174,7 @@ def test_the_plan_names_the_page_that_changed(live_project, capsys):
 
 
 def test_changed_parts_are_named_a_few_then_counted():
-    from cassette import parts_changed
+    from whichstage.cassette import parts_changed
 
     old = {"a": "1", "b": "2", "c": "3", "d": "4"}
     new = {"a": "1", "b": "9", "c": "8", "e": "5", "f": "6"}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import console, show, stages
-from harness.html_report import html
-from harness.report import markdown
+from whichstage import console, show, stages
+from whichstage.html_report import html
+from whichstage.report import markdown
 
 HERE = Path(__file__).parent.parent
 BUNDLED = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
@@ -43,7 +43,7 @@ def rows_of(report: dict) -> dict:
 # ---- 10: control characters in names and page ids are shown escaped -----------------------------------
 
 def test_a_case_set_name_with_control_characters_reaches_no_terminal_or_report_raw(live_project, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     edit(live_project / "cases.json", lambda cases: cases.update(name=f"docs-{HOSTILE}"))
     assert evaluate.main(["--live", "--quiet"]) == 0
@@ -88,7 +88,7 @@ def hash_run(here, monkeypatch) -> Path:
 
 
 def test_case_naming_a_held_out_case_reports_it(hash_run, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     assert evaluate.main(["--case", "bug-240-week-start"]) == 0
     out = capsys.readouterr().out
@@ -96,14 +96,14 @@ def test_case_naming_a_held_out_case_reports_it(hash_run, capsys):
 
 
 def test_a_glob_matching_only_held_out_cases_reports_them(hash_run, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     assert evaluate.main(["--case", "android-*"]) == 0
     assert "\n| android-app | " in capsys.readouterr().out
 
 
 def test_a_glob_matching_dev_cases_too_keeps_the_held_out_ones_hidden(hash_run, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     assert evaluate.main(["--case", "*-*"]) == 0
     out = capsys.readouterr().out
@@ -111,7 +111,7 @@ def test_a_glob_matching_dev_cases_too_keeps_the_held_out_ones_hidden(hash_run, 
 
 
 def test_case_with_a_split_that_holds_none_of_the_named_cases_is_refused_in_one_line(hash_run, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     assert evaluate.main(["--case", "bug-240-week-start", "--split", "dev"]) == 2
     out, err = capsys.readouterr()
@@ -121,7 +121,7 @@ def test_case_with_a_split_that_holds_none_of_the_named_cases_is_refused_in_one_
 # ---- 15: each report opens with the run it is ------------------------------------------------------------
 
 def test_each_of_two_replayed_reports_opens_with_its_run(here, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     assert evaluate.main([]) == 0
     out = capsys.readouterr().out
@@ -134,7 +134,7 @@ def test_each_of_two_replayed_reports_opens_with_its_run(here, capsys):
 # ---- 16: the behaviour judgements read as gating -------------------------------------------------------
 
 def test_show_says_the_abstained_judgement_gates_behaviour(hash_run, capsys):
-    import evaluate
+    from whichstage import evaluate
 
     assert evaluate.main(["--show", "max-tasks"]) == 0
     out = capsys.readouterr().out

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from harness import report
-from harness.run_files import one_line
-from harness.report import markdown
+from whichstage import report
+from whichstage.run_files import one_line
+from whichstage.report import markdown
 
 HERE = Path(__file__).parent.parent
 BUNDLED = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())

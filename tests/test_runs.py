@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE, OFFLINE_RUN, untimed
-from harness import capture, judging, ladder, selection
+from whichstage import capture, judging, ladder, selection
 
 HERE = Path(__file__).parent.parent
 REAL = {"run": capture.run, "measure": judging.measure, "tool_scores": judging.tool_scores,
@@ -33,7 +33,7 @@ class Calls:
 
 def plan_counts(out: str) -> dict[str, int]:
     """'  judge metrics: 12 (not recorded: 8; ...)' -> {'judge metrics': 12, ...}"""
-    from harness.plan import KINDS
+    from whichstage.plan import KINDS
 
     found = {}
     for line in out.splitlines():

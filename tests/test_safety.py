@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
-from cassette import Cassette, write_atomic
+from whichstage import evaluate
+from whichstage.cassette import Cassette, write_atomic
 from conftest import OFFLINE, OFFLINE_RUN
-from harness import capture
-from harness.entries import sha
-from harness.json_text import loads
-from harness.live_calls import Pool
+from whichstage import capture
+from whichstage.entries import sha
+from whichstage.json_text import loads
+from whichstage.live_calls import Pool
 
 HERE = Path(__file__).parent.parent
 REAL_RUN = capture.run
@@ -172,7 +172,7 @@ def test_two_live_processes_never_both_pay(live_project):
 
 
 def test_names_that_map_to_the_same_characters_get_files_of_their_own():
-    from harness.run_files import file_part, run_name
+    from whichstage.run_files import file_part, run_name
 
     assert file_part("m:1") != file_part("m-1") and file_part("m/1") != file_part("m:1")
     assert run_name("c", "m:1", "e", "j") != run_name("c", "m-1", "e", "j")
@@ -247,7 +247,7 @@ def test_the_pool_draws_work_lazily_and_starts_nothing_after_an_interruption():
 
 
 def test_a_signal_just_after_the_rename_leaves_the_file_written(tmp_path, monkeypatch):
-    import cassette
+    from whichstage import cassette
 
     real = os.replace
 
@@ -264,7 +264,7 @@ def test_ctrl_c_during_start_up_imports_prints_one_line(project):
     probe = ("import builtins, runpy\n"
              "real = builtins.__import__\n"
              "def interrupted(name, *args, **kwargs):\n"
-             "    if name == 'harness.dataset':\n"
+             "    if name == 'whichstage.dataset':\n"
              "        raise KeyboardInterrupt\n"
              "    return real(name, *args, **kwargs)\n"
              "builtins.__import__ = interrupted\n"
@@ -275,7 +275,7 @@ def test_ctrl_c_during_start_up_imports_prints_one_line(project):
 
 
 def test_sigterm_during_a_replay_does_not_say_to_run_live(here, monkeypatch, capsys):
-    from harness import html_report
+    from whichstage import html_report
 
     real = html_report.html_parts
 
@@ -374,7 +374,7 @@ def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, mo
 
 
 def test_a_hand_edited_calibration_score_is_refused(here, capsys):
-    import calibrate
+    from whichstage import calibrate
 
     path = here / "recordings" / "calibration+lexical.json"
     data = json.loads(path.read_text())

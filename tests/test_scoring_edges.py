@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import matching, stats
-from harness.ask import draft_case
-from harness.ladder import rung_scores
-from harness.stages import as_declared, carries, failure_reason, repeat_summary, retrieval_scores, summarize
+from whichstage import matching, stats
+from whichstage.ask import draft_case
+from whichstage.ladder import rung_scores
+from whichstage.stages import as_declared, carries, failure_reason, repeat_summary, retrieval_scores, summarize
 
 HERE = Path(__file__).parent.parent
 
@@ -145,7 +145,7 @@ def test_mcnemar_equals_the_exact_fraction_at_thousands_of_changes(b, c):
 
 
 def test_mcnemar_at_20000_against_20089_changes_finishes_with_the_exact_value():
-    code = "from harness.stats import mcnemar_exact; print(repr(mcnemar_exact(20000, 20089)))"
+    code = "from whichstage.stats import mcnemar_exact; print(repr(mcnemar_exact(20000, 20089)))"
     # a hang guard only: this takes well under a second; summing C(n, i) term by term took minutes
     done = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=300)
     assert float(done.stdout) == pytest.approx(exact_p(20000, 20089), rel=1e-12, abs=0)
@@ -158,8 +158,8 @@ OTHER_SEARCH = {"name": "search_docs", "args": {"query": "pipe colours"}}
 
 
 def deepeval_score(made: list[dict]) -> float:
-    from harness.judging import tool_scores
-    from offline.lexical_judge import LexicalJudge
+    from whichstage.judging import tool_scores
+    from whichstage.offline.lexical_judge import LexicalJudge
 
     return tool_scores("q", made, ["search_docs", "search_docs"], LexicalJudge())["score"]
 
@@ -180,14 +180,14 @@ def disagreeing_report() -> dict:
 
 
 def test_the_markdown_report_says_deepeval_collapses_identical_calls():
-    from harness.report import markdown
+    from whichstage.report import markdown
 
     text = markdown(disagreeing_report())
     assert "identical calls (same tool, same arguments)" in text and "as a set" not in text
 
 
 def test_the_html_report_says_deepeval_collapses_identical_calls():
-    from harness.html_report import html
+    from whichstage.html_report import html
 
     page = html(disagreeing_report())
     assert "identical calls, same tool and arguments," in page and "as a set" not in page

@@ -15,13 +15,13 @@ from types import SimpleNamespace
 
 import pytest
 
-import calibrate
-import evaluate
+from whichstage import calibrate
+from whichstage import evaluate
 from conftest import quick_standin
-from harness import providers, run_files
-from standins import gemini as gemini_standin
-from standins import ollama as ollama_standin
-from standins.ollama import on_loopback
+from whichstage import providers, run_files
+from whichstage.standins import gemini as gemini_standin
+from whichstage.standins import ollama as ollama_standin
+from whichstage.standins.ollama import on_loopback
 
 KEY = "CANARY-KEY-1234"  # the stand-in rejects it
 GOOD_KEY = "CANARY-KEY-5678"  # and takes this one

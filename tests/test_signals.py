@@ -17,11 +17,11 @@ from typing import Iterator
 
 import pytest
 
-import evaluate
-from harness import live_calls, providers
-from harness.live_calls import Pool, Stopped
-from standins import gemini as gemini_standin
-from standins import ollama as ollama_standin
+from whichstage import evaluate
+from whichstage import live_calls, providers
+from whichstage.live_calls import Pool, Stopped
+from whichstage.standins import gemini as gemini_standin
+from whichstage.standins import ollama as ollama_standin
 
 MODELS = {"gemini": {"chat": "gemini-standin-chat", "embed": "gemini-standin-embed", "judge": "gemini-standin-judge"},
           "ollama": {"chat": "standin-chat", "embed": "standin-embed", "judge": "standin-judge"}}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import evaluate
+from whichstage import evaluate
 from conftest import OFFLINE, OFFLINE_RUN
-from harness import shapes
+from whichstage import shapes
 
 
 def stamp_of(project: Path) -> Path:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import offline_inputs
-from harness.project import ToolRole
-from harness.trace import read
-from offline.models import extractive_answer, plan_tool_calls
+from whichstage.project import ToolRole
+from whichstage.trace import read
+from whichstage.offline.models import extractive_answer, plan_tool_calls
 
 EVALS_TOML = '''agent = "bikes_agent:build"
 cases = "cases.json"
@@ -78,8 +78,8 @@ def bikes(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def pedal(bikes):
     """Ask the bike-share agent, built with the offline rules model: (its trace, the trace read by role)."""
-    from harness.agent import builder
-    from harness.capture import run
+    from whichstage.agent import builder
+    from whichstage.capture import run
 
     inputs = offline_inputs(bikes)
     agent = builder(inputs, "rules", "hash")()

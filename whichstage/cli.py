@@ -1,0 +1,88 @@
+"""The `whichstage` command: one subcommand per job, each the same code as the repository's scripts."""
+import sys
+from typing import Callable, Optional
+
+USAGE = """usage: whichstage [COMMAND] [ARGS...]
+
+Evaluate a LangChain agent stage by stage and name the first failing stage. Without a command, `run`.
+The project is the current folder (its evals.toml) unless --project DIR says otherwise.
+
+commands:
+  run        replay the project's recordings (or --live: record what is missing or stale) and report
+  show ID    one case's whole trace, verdicts and first failure (run --show ID)
+  init DIR   write a new project that runs at once with the offline backends
+  merge      combine the shard recordings of `run --live --shard I/N` into one
+  calibrate  check the judge against the project's hand-labelled calibration cases
+  compare    diff two runs case by case, with the exact McNemar test
+  ask        run the project's agent once on a question and print its trace
+
+`whichstage COMMAND --help` describes each one."""
+
+
+def _run(argv: list[str]) -> int:
+    from whichstage.evaluate import main
+
+    return main(argv)
+
+
+def _show(argv: list[str]) -> int:
+    return _run(["--show", *argv] if argv and not argv[0].startswith("-") else argv + ["--show"])
+
+
+def _init(argv: list[str]) -> int:
+    return _run(["init", *argv])
+
+
+def _merge(argv: list[str]) -> int:
+    return _run(["merge", *argv])
+
+
+def _calibrate(argv: list[str]) -> int:
+    from whichstage.calibrate import main
+
+    return main(argv)
+
+
+def _compare(argv: list[str]) -> int:
+    from whichstage.compare import main
+
+    return main(argv)
+
+
+def _ask(argv: list[str]) -> int:
+    from whichstage.ask import main
+
+    return main(argv, description="Run a project's agent once on a question and print its trace as JSON.")
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "run": _run, "show": _show, "init": _init, "merge": _merge, "calibrate": _calibrate, "compare": _compare,
+    "ask": _ask}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Dispatch `whichstage COMMAND ARGS`; an argument list that starts with an option is `run`'s."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if not argv or argv[0].startswith("-"):
+        return _run(argv)
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        print(f"whichstage: {argv[0]!r} is not a command (valid: {', '.join(COMMANDS)})", file=sys.stderr)
+        return 2
+    return command(argv[1:])
+
+
+def script(command: str, run: Callable[[list[str]], int]) -> None:
+    """Run a command as a script: Ctrl-C during start-up is one line, and the exit code is the command's."""
+    from whichstage.console import quiet_interrupts
+
+    quiet_interrupts(command)
+    sys.exit(run(sys.argv[1:]))
+
+
+def console_script() -> None:
+    """The `whichstage` console script's entry point."""
+    script("whichstage", main)

@@ -1,0 +1,31 @@
+"""A project's inputs, loaded and checked: its cases, pages and records, and its agent's tools.
+
+`load_inputs(project)` reads the pages and records evals.toml names (whichstage/project.py), reads the agent's
+tools (whichstage/agent.py) and checks the cases against all of them (whichstage/dataset.py).
+"""
+from typing import Optional
+
+from whichstage import agent, checks as own_checks
+from whichstage.dataset import Validated, load_cases
+from whichstage.project import Project, read_pages, read_records
+
+
+class Loaded:
+    """A project's inputs, loaded and checked: cases, pages, records by lookup tool, and the agent's tools."""
+
+    def __init__(self, project, cases: dict, pages: list[dict], records: dict[str, dict], described,
+                 checks: Optional[list] = None):
+        self.project, self.cases, self.pages, self.records, self.described = project, cases, pages, records, described
+        self.checks = checks or []  # the project's own checks, imported (whichstage.checks)
+
+
+def load_inputs(project: Project) -> Loaded:
+    """The project's cases, pages and records, validated, and its agent's tools (whichstage.agent.describe)."""
+    validated = Validated(project.folder)
+    pages = read_pages(project, validated)
+    records = read_records(project)
+    described = agent.describe(project, pages, records)
+    cases = load_cases(project.path(project.cases), project.cases, {p["id"] for p in pages},
+                       described.parameters(), project.retrievers(), validated)
+    validated.save()
+    return Loaded(project, cases, pages, records, described, own_checks.load(project))

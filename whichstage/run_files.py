@@ -1,0 +1,123 @@
+"""A run's files: recordings and reports named by the case set, model, embedder and judge, which recordings
+a replay reads, and reports written only when their text changed."""
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import orjson
+
+from whichstage.cassette import RecordingError, read_key, shown, write_atomic
+
+CALIBRATION_PREFIX = "calibration+"
+MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
+
+
+def header(cases: str, model: str, embedder: str, judge: str) -> dict:
+    """A recording file's own key: the case set's name and the three models, which its name carries too."""
+    return {"cases": cases, "model": model, "embedder": embedder, "judge": judge}
+
+
+def run_name(cases: str, model: str, embedder: str, judge: str) -> str:
+    """One recording and one report per case set, model, embedder and judge: recordings/<name>.json,
+    runs/<name>.* A run of another case set or with another model gets its own files and never replaces these."""
+    return "+".join(file_part(n) for n in (cases, model, embedder, judge))
+
+
+SAFE = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def file_part(name: str) -> str:
+    """A name as part of a file name, one-to-one: a name of ASCII letters, digits, '.', '_' and '-' as it is;
+    any other with each run of other characters as '-' and 8 hex digits of its SHA-256 after a '~', so two
+    names never share a file (`llama3.2:3b` -> `llama3.2-3b~925b2caf`, never `llama3.2-3b`)."""
+    if SAFE.fullmatch(name) and not name.startswith("."):
+        return name
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".") or "-"
+    return f"{readable}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def report_files(folder: Path, report: dict, text: Optional[str] = None) -> dict[Path, Callable[[], Iterable[str]]]:
+    """runs/<name>.json, .md and .html of a report, each as the producer of its text's pieces; a split other
+    than dev adds its name. `text` is the report's markdown, when the caller has it already."""
+    from whichstage.html_report import html_parts
+    from whichstage.report import markdown
+
+    runs, key = folder / "runs", report["key"]
+    name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"]) + (
+        "" if report["split"] == "dev" else f".{report['split']}")
+    return {runs / f"{name}.json": lambda: json_lines(report),
+            runs / f"{name}.md": lambda: [text or markdown(report), "\n"],
+            runs / f"{name}.html": lambda: html_parts(report)}
+
+
+def json_lines(report: dict) -> Iterator[str]:
+    """A report as JSON: each top-level field on a line of its own, and each row on one line, so a diff of
+    two reports shows the cases that changed, and a report of 10,000 cases is written a row at a time."""
+    yield "{\n"
+    for i, (field, value) in enumerate(report.items()):
+        comma = ",\n" if i < len(report) - 1 else "\n"
+        if field == "rows" and isinstance(value, list) and value:
+            yield '  "rows": [\n'
+            for j, row in enumerate(value):
+                yield f"    {one_line(row)}{',' if j < len(value) - 1 else ''}\n"
+            yield "  ]" + comma
+        else:
+            yield f"  {one_line(field)}: {one_line(value)}{comma}"
+    yield "}\n"
+
+
+def one_line(value: Any) -> str:
+    """A value as one line of JSON, compact, UTF-8 as it is (orjson, quick; JSON has no NaN, so a non-finite
+    number is null); json.dumps's where orjson refuses (an integer beyond 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
+def write_if_changed(path: Path, text) -> None:
+    """Write atomically, and not at all when the file already holds exactly this text (a str, or a producer
+    of its pieces, which is called again to write when the file differs)."""
+    produce = (lambda: [text]) if isinstance(text, str) else text
+    if not holds(path, produce()):
+        write_atomic(path, produce())
+
+
+def holds(path: Path, chunks: Iterable[str]) -> bool:
+    """Whether the file holds exactly the text of `chunks`, read along with them a piece at a time."""
+    try:
+        with open(path, "rb") as f:
+            for chunk in chunks:
+                data = chunk.encode("utf-8")
+                if f.read(len(data)) != data:
+                    return False
+            return f.read(1) == b""
+    except OSError:
+        return False
+
+
+def replay_targets(folder: Path, cases: str, model: Optional[str], judge: Optional[str] = None) -> list[Path]:
+    """The recordings of the case set `cases` to replay: those of the models named by --model and the DOCS_*
+    variables, or all. Only files named for this case set are read (not its shards, which `merge` combines),
+    so a stray file beside them is not mistaken for one; a file so named that is not a recording is refused,
+    naming it."""
+    from whichstage.redact import printable
+
+    wanted = {"cases": cases, **{field: os.environ.get(variable) for field, variable in MODEL_VARIABLES.items()}}
+    wanted["model"] = model or wanted["model"]
+    wanted["judge"] = judge or wanted["judge"]
+    folder = folder / "recordings"
+    prefix = file_part(cases) + "+"
+    paths = sorted(p for p in folder.glob("*.json") if p.name.startswith(prefix) and ".shard-" not in p.name)
+    chosen = []
+    for path in paths:
+        names = read_key(path)
+        if all(value is None or names.get(field) == value for field, value in wanted.items()):
+            chosen.append(path)
+    if not chosen:
+        asked = ", ".join(f"{f} {printable(v)}" for f, v in wanted.items() if v)
+        raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
+    return chosen

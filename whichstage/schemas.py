@@ -1,0 +1,128 @@
+"""The pydantic models of the input files and of a baseline, imported only when something needs validating.
+
+dataset.py and baseline.py turn a validation error into their one-line messages. dataset.py gives pydantic
+only content that has not passed these models before (its stamps cover this file's source), so a replay of
+unchanged inputs never imports it.
+"""
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
+
+NonEmpty = Field(min_length=1)
+# Ids go into markdown tables, HTML and entry names, so nothing in them may break those.
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")]
+# A page id may also be a path (a markdown page's id is its path in the project): no '|', '`' or line break.
+PageId = Annotated[str, StringConstraints(pattern=r"^[^|`\s](?:[^|`\r\n\t]*[^|`\s])?$")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+CATEGORIES = ("answerable", "multi_hop", "unanswerable", "injection", "adversarial", "smalltalk", "contradiction")
+BEHAVIOURS = ("answer", "abstain", "chitchat")
+SPLITS = ("dev", "holdout")
+TOOLS_MATCH = ("multiset", "ordered", "exact", "subset", "superset")  # whichstage.matching.MODES
+
+
+class HistoryCall(Strict):
+    """A tool call an assistant turn of the history made, with what the tool returned then."""
+    name: str = NonEmpty
+    args: dict[str, Any] = Field(default_factory=dict)
+    output: str = ""
+
+
+class Turn(Strict):
+    """An earlier turn of the conversation a follow-up question belongs to."""
+    role: Literal["user", "assistant"]
+    content: str = NonEmpty
+    tool_calls: list[HistoryCall] = Field(default_factory=list)
+
+
+class Case(Strict):
+    id: Id = NonEmpty
+    question: str = NonEmpty
+    # Free-form, for the per-category table (the bundled example uses CATEGORIES).
+    category: Id = "uncategorised"
+    # answer: from the docs; abstain: search, then say the docs do not answer; chitchat: reply, no lookup.
+    expected_behavior: Literal[BEHAVIOURS] = "answer"
+    split: Literal[SPLITS] = "dev"  # holdout cases are never reported while tuning: see docs/cases-and-inputs.md
+    expected_docs: list[str] = Field(default_factory=list)
+    # The agent's tool names: checked against the tools read from the agent (dataset.load_cases).
+    expected_tools: list[str] = Field(default_factory=list)
+    # How the calls are matched against expected_tools (whichstage.matching); absent is multiset, today's rule.
+    tools_match: Literal[TOOLS_MATCH] = "multiset"
+    # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}; a value may be a rule, an object
+    # ({"any_of": [...]}, {"equals": ..., "normalize": ["case", "space"]}, {"ignore": true}) that
+    # dataset.load_cases checks against the tool's declared types.
+    expected_args: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # Strings whose mere presence in the answer proves harm (never claims: a warning may quote a claim).
+    must_not: list[Annotated[str, StringConstraints(min_length=3)]] = Field(default_factory=list)
+    reference: str = NonEmpty
+    # Short statements a good answer must convey, each judged covered or not at the facts stage (not on an
+    # abstain case); none: the stage does not apply.
+    expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
+    # The earlier turns the agent receives before `question`: every stage scores the last turn.
+    history: list[Turn] = Field(default_factory=list)
+
+
+class CaseSet(Strict):
+    name: str = NonEmpty
+    version: int = Field(gt=0)
+    cases: list[Case] = NonEmpty
+
+
+class Page(BaseModel):
+    """A page of a JSON pages file: any other field is the page's metadata (a url, a date...)."""
+    model_config = ConfigDict(extra="allow", strict=True)
+    id: PageId = NonEmpty
+    title: Optional[str] = None
+    text: str = NonEmpty
+    # Instructions planted in the page for an AI reader, as the eval's ground truth; the agent never sees
+    # this field, only the text, in which each planted sentence must appear.
+    planted: list[str] = Field(default_factory=list)
+
+
+class Pages(Strict):
+    """A pages file is a bare list; it is checked wrapped, so errors read 'pages[3] (config).text'."""
+    pages: list[Page] = NonEmpty
+
+
+class CalibrationCase(Strict):
+    id: Id = NonEmpty
+    # A built-in metric or a criterion evals.toml declares: dataset.load_calibration checks it against both.
+    metric: str = NonEmpty
+    label: Literal["defect", "good"]  # the human's verdict: must the judge fail this answer, or pass it?
+    note: str = NonEmpty
+    question: str = NonEmpty
+    answer: str = NonEmpty
+    reference: str = NonEmpty
+    context: list[str] = NonEmpty
+    # The facts metric's rows: the facts the answer must convey (dataset.load_calibration requires them there).
+    expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
+
+
+class CalibrationSet(Strict):
+    name: str = NonEmpty
+    version: int = Field(gt=0)
+    cases: list[CalibrationCase] = NonEmpty
+
+
+# ---- a baseline file (baseline.py) ---------------------------------------------------------------------
+
+class Rate(TypedDict):
+    passed: Annotated[int, Field(ge=0)]
+    total: Annotated[int, Field(ge=0)]
+
+
+class Saved(BaseModel):
+    """The fields of a baseline file that the check reads, with their types; other fields are ignored."""
+    model_config = ConfigDict(strict=True)
+    measured_with: dict[str, Any]
+    tolerance: float = Field(ge=0)
+    pass_rate: Rate
+    stages: dict[str, Rate]
+    retrieval: dict[str, float]
+    first_failures: dict[str, Optional[str]] = {}
+    ladder: dict[str, dict[str, float]] = {}

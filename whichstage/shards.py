@@ -1,0 +1,85 @@
+"""`python evaluate.py merge SHARD...`: combine the shard recordings of one run (`--live --shard I/N`, each a
+fixed slice of the cases, recorded on separate machines) into the project's recording beside them.
+
+Refused, with one line and exit 2, before anything is written: a file that is not a shard recording, shards
+of other models, case sets or inputs (their `inputs` hash: cases, pages, records, agent), two copies of one
+shard, a shard missing, an entry two shards both hold with different values or dependencies, and a live run of the
+project's recording under way (it holds the recording's lock, which the merge takes while it writes).
+"""
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+SHARD_NAME = re.compile(r"^(?P<name>.+)\.shard-(?P<i>[0-9]+)-of-(?P<n>[0-9]+)\.json$")
+
+
+class MergeError(Exception):
+    """Shards that cannot be merged into one recording."""
+
+
+def merged(paths: list[Path]) -> tuple[Path, dict]:
+    """The project's recording path and its content, from every shard of one run."""
+    from whichstage.cassette import read_recording, shown
+    from whichstage import shapes
+
+    if not paths:
+        raise MergeError("name the shard recordings to merge (recordings/NAME.shard-I-of-N.json)")
+    keys, entries, owner, target = None, {}, {}, None
+    seen: dict[int, Path] = {}
+    for path in paths:
+        found = SHARD_NAME.match(Path(path).name)
+        if not found:
+            raise MergeError(f"{shown(path)}: not a shard recording (NAME.shard-I-of-N.json)")
+        data = read_recording(path, shapes.problem)
+        key = data["key"]
+        if "shard" not in key or "inputs" not in key:
+            raise MergeError(f"{shown(path)}: its key names no shard: not recorded with --shard")
+        i, n = int(found.group("i")), int(found.group("n"))
+        here = Path(path).with_name(f"{found.group('name')}.json")
+        if keys is None:
+            keys, first, target, total = {k: v for k, v in key.items() if k != "shard"}, path, here, n
+        else:
+            other = {k: v for k, v in key.items() if k != "shard"}
+            differ = [k for k in dict.fromkeys([*keys, *other]) if keys.get(k) != other.get(k)]
+            if differ or n != total or here != target:
+                what = ", ".join(differ) if differ else "the number of shards" if n != total else "the run"
+                raise MergeError(f"{shown(path)}: recorded with other {what} than {shown(first)}: not one run")
+        if i in seen:
+            raise MergeError(f"{shown(path)}: shard {i}/{n} is {shown(seen[i])} too")
+        seen[i] = path
+        for name, item in data["entries"].items():
+            if name in entries and entries[name] != item:
+                raise MergeError(f"{shown(path)}: entry {name} differs from the one in {shown(owner[name])}")
+            entries.setdefault(name, item)
+            owner.setdefault(name, path)
+    missing = [i for i in range(1, total + 1) if i not in seen]
+    if missing:
+        raise MergeError(f"shard {missing[0]}/{total} is missing: merge every shard of the run")
+    key = {k: v for k, v in keys.items() if k != "inputs"}
+    return target, {"key": key, "entries": dict(sorted(entries.items()))}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="evaluate.py merge", description=__doc__.splitlines()[0])
+    parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
+    args = parser.parse_args(argv)
+    from whichstage.cassette import RecordingError, dumps_recording, entry_count, hold, shown, write_atomic
+
+    try:
+        target, content = merged([Path(p) for p in args.shards])
+        lock = hold(target, "merge")  # a live run of the same recording would write over the merge, or it over that
+        try:
+            write_atomic(target, dumps_recording(content["key"], content["entries"]))
+        finally:
+            lock.close()
+    except (MergeError, RecordingError) as e:
+        print(f"evaluate.py: merge: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"evaluate.py: merge: {shown(e.filename) if e.filename else 'output'}: cannot write: "
+              f"{e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"merged {len(args.shards)} shards ({entry_count(len(content['entries']))}) into {shown(target)}")
+    return 0

@@ -1,0 +1,97 @@
+"""`python evaluate.py --show ID`: one case's whole story, readable in a terminal: each tool call with its
+arguments and output, the pages each retriever call returned as scored (distinct, in rank order, the expected
+ones marked), the answer, every
+verdict with its reason, and the first failure. Pure: `text(row, trace, view)` returns the lines."""
+import json
+import textwrap
+from typing import Optional
+
+from whichstage.console import visible
+from whichstage.report import gate_of, threshold
+from whichstage.stages import THRESHOLD, failure_reason, passes, ranked_documents, stage_results, threshold_of
+
+WIDTH = 100
+OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
+
+
+def wrapped(text: str, indent: str = "    ", first: Optional[str] = None) -> list[str]:
+    """The text wrapped at WIDTH, each line indented; the first line opened by `first` (a bullet, as wide as
+    `indent`) when given, so a continuation line never looks like an item of its own."""
+    flat = " ".join(str(text).split())
+    return textwrap.wrap(flat, WIDTH, initial_indent=first or indent, subsequent_indent=indent) \
+        or [(first or indent).rstrip()]
+
+
+def clipped(text: str) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= OUTPUT else flat[:OUTPUT] + f"... ({len(flat)} characters)"
+
+
+def arguments(args: dict) -> str:
+    return ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in args.items())
+
+
+def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> str:
+    """The case as a terminal reads it; `view` is the trace read by role (whichstage.trace.read)."""
+    expected = set(row.get("expected_docs") or [])
+    lines = [f"case {row['id']} ({row.get('category')}, {row.get('split')}, expects "
+             f"{row.get('expected_behavior')}) with model {model}",
+             "question:", *wrapped(row["question"]),
+             f"expected: tools {', '.join(row.get('expected_tools') or []) or 'none'}; pages "
+             f"{', '.join(row.get('expected_docs') or []) or 'none'}"]
+    if trace is None:
+        return "\n".join(lines + [f"no trace: {row.get('error') or 'not recorded'}"])
+    searches = iter((view or {}).get("searches", []))
+    outputs = iter(trace.get("tool_outputs", []))
+    lines.append("calls:" if trace["tool_calls"] else "calls: none")
+    for number, call in enumerate(trace["tool_calls"], start=1):
+        lines.append(f"  {number}. {call['name']}({arguments(call['args'])})")
+        output = next(outputs, None)
+        if output is None:
+            continue
+        if view is not None and call["name"] in (view.get("retrievers") or ()):
+            ranked = next(searches, [])
+            lines.append("     pages: " + (", ".join(f"{rank}. {page}{chunks}{' (expected)' if page in expected else ''}"
+                                                  for rank, (page, chunks) in enumerate(ranked_documents(ranked),
+                                                                                        start=1)) or "none"))
+        lines += wrapped(clipped(output.get("content", "")), "     ")
+    lines += ["answer:", *wrapped(trace["answer"])]
+    lines.append("verdicts:")
+    results = stage_results(row)
+    behaviour = row.get("behaviour")
+    if behaviour is not None:
+        lines.append(f"  behaviour: {'pass' if behaviour['pass'] else 'FAIL'}"
+                     + (f": {'; '.join(behaviour['failures'])}" if behaviour["failures"] else ""))
+        lines += [f"    check {c['check']}: {'pass' if c['pass'] else 'FAIL: ' + c['reason']}"
+                  for c in behaviour.get("checks", [])]
+    tools = row.get("tools")
+    if tools is not None:
+        lines.append(f"  tools: {'pass' if tools['pass'] else 'FAIL'}: {tools['reason']}")
+    retrieval = row.get("retrieval")
+    if retrieval is not None:
+        lines.append(f"  retrieval: {'pass' if results.get('retrieval') else 'FAIL'}: hit {retrieval['hit']}, "
+                     f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}"
+                     + (f"; missed {', '.join(retrieval['missed'])}" if retrieval["missed"] else ""))
+    for stage, verdict in row.get("judged", {}).items():
+        lines += [f"  {stage}: {judged_verdict(row, stage, verdict)}",
+                  *wrapped(verdict.get("reason") or "", "      ")]
+        for fact in verdict.get("facts") or []:
+            lines += wrapped(f"{'covered' if fact['covered'] else 'MISSING'}: {fact['fact']} ({fact['reason']})",
+                             "        ", "      - ")
+    first = row.get("first_failure")
+    lines.append(f"first failure: {first}: {failure_reason(row)}" if first else "first failure: none, every stage "
+                                                                              "passes")
+    return visible("\n".join(lines))
+
+
+def judged_verdict(row: dict, metric: str, verdict: dict) -> str:
+    """'FAIL 0.00 (gates behaviour)', 'pass 1.00', 'FAIL 0.85 (threshold 0.90)' where the threshold is not
+    the default, or '0.00 (reported, not gating)': a metric that gates nothing has a score and no verdict."""
+    score = verdict.get("score")
+    shown = "-" if score is None else f"{score:.2f}"
+    gate = gate_of(row, metric)
+    if gate is None:
+        return f"{shown} (reported, not gating)"
+    own = threshold_of(row, metric)
+    notes = ([] if gate == metric else [f"gates {gate}"]) + ([f"threshold {threshold(own)}"] if own != THRESHOLD else [])
+    return f"{'pass' if passes(score, own) else 'FAIL'} {shown}" + (f" ({'; '.join(notes)})" if notes else "")

@@ -1,0 +1,191 @@
+"""A stand-in Ollama server on 127.0.0.1 for tests: the real Ollama HTTP API, answered by the offline backends.
+
+`/api/chat` with tools is answered by the `rules` chat model, `/api/chat` with a JSON-schema `format` (DeepEval's
+OllamaModel) by the `lexical` judge's handlers, `/api/embed` by the `hash` embedder. `serve()` starts it.
+"""
+import json
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Optional
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from whichstage.offline import lexical_judge
+from whichstage.offline.models import HashEmbeddings, RulesChatModel
+from whichstage.offline.words import words
+
+# The JSON schema DeepEval sends gives only its title; these titles name one metric's request outright.
+TITLED = {"Truths": "faithfulness", "Claims": "faithfulness", "FaithfulnessScoreReason": "faithfulness",
+          "Statements": "answer_relevancy", "AnswerRelevancyScoreReason": "answer_relevancy",
+          "ContextualRecallScoreReason": "contextual_recall",
+          "ContextualPrecisionScoreReason": "contextual_precision", "ReasonScore": "g_eval"}
+# Every metric titles its verdicts "Verdicts": the prompt's own labelled sections tell them apart.
+VERDICT_SECTIONS = {"\nClaims:": "faithfulness", "\nStatements:": "answer_relevancy",
+                    "\nExpected Output:": "contextual_recall", "\nExpected output:": "contextual_precision",
+                    "\nInput (JSON):": "facts"}
+
+
+class StandIn:
+    """A running stand-in: its `url`, and a log of every request it answered (path, model, kind, status, stream)."""
+
+    def __init__(self, models: Iterable[str], fail: Mapping[str, int], fail_if: str, roles: Optional[dict] = None):
+        self.models, self.fail, self.fail_if = list(models), dict(fail), fail_if
+        self.requests: list[dict] = []
+        self.lock = threading.Lock()
+        self.chat, self.embedder = RulesChatModel(roles=bundled_roles() if roles is None else roles), HashEmbeddings()
+        self.url = ""
+
+    def count(self, path: str, kind: str | None = None) -> int:
+        with self.lock:
+            return sum(r["path"] == path and (kind is None or r["kind"] == kind) for r in self.requests)
+
+    def known(self, name: str) -> bool:
+        return name in self.models or f"{name}:latest" in self.models
+
+
+def judge_kind(prompt: str, title: str) -> tuple[str, str]:
+    """The lexical_judge.HANDLERS key for a DeepEval request, from its schema title and its prompt."""
+    if title in TITLED:
+        return TITLED[title], title
+    found = [metric for header, metric in VERDICT_SECTIONS.items() if header in prompt]
+    if title != "Verdicts" or len(found) != 1:
+        raise lexical_judge.UnknownRequest(f"no rule for a {title!r} request (sections: {found or 'none'})")
+    return found[0], title
+
+
+def to_langchain(messages: list[dict]) -> list[BaseMessage]:
+    """Ollama chat messages as LangChain messages."""
+    out: list[BaseMessage] = []
+    pending: list[dict] = []
+    for m in messages:
+        role, text = m.get("role"), m.get("content") or ""
+        if role == "system":
+            out.append(SystemMessage(text))
+        elif role == "user":
+            out.append(HumanMessage(text))
+        elif role == "assistant":
+            calls = [{"name": c["function"]["name"], "args": c["function"].get("arguments") or {},
+                      "id": f"call_{len(out)}_{i}", "type": "tool_call"}
+                     for i, c in enumerate(m.get("tool_calls") or [])]
+            out.append(AIMessage(text, tool_calls=calls))
+            pending = list(calls)
+        elif role == "tool":
+            # ChatOllama sends tool_call_id, which the ollama client drops; like Ollama, pair tool results
+            # with the assistant's calls in order.
+            call = pending.pop(0) if pending else {"name": m.get("tool_name"), "id": "call_unknown"}
+            out.append(ToolMessage(text, tool_call_id=call["id"], name=m.get("tool_name") or call["name"]))
+        else:
+            raise ValueError(f"unsupported message role {role!r}")
+    return out
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    def log_message(self, *args) -> None:  # quiet: tests read the request log instead
+        pass
+
+    def reply(self, status: int, body: Any, kind: str = "", model: str = "", stream: bool = False) -> None:
+        lines = body if stream else [body]
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/x-ndjson" if stream else "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        standin = self.server.standin
+        with standin.lock:
+            standin.requests.append({"path": self.path, "model": model, "kind": kind, "status": status,
+                                     "stream": stream})
+
+    def do_GET(self) -> None:
+        if self.path == "/api/tags":
+            return self.reply(200, {"models": [{"name": n, "model": n} for n in self.server.standin.models]})
+        self.reply(404, {"error": "404 page not found"})
+
+    def do_POST(self) -> None:
+        standin: StandIn = self.server.standin
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        model = request.get("model", "")
+        if self.path not in ("/api/chat", "/api/embed"):
+            return self.reply(404, {"error": "404 page not found"})
+        if not standin.known(model):
+            return self.reply(404, {"error": f"model '{model}' not found"}, model=model)
+        if self.path == "/api/embed":
+            texts = [request["input"]] if isinstance(request["input"], str) else request["input"]
+            return self.reply(200, {"model": model, "embeddings": standin.embedder.embed_documents(texts)},
+                              "embed", model)
+        kind = "format" if request.get("format") else "tools" if request.get("tools") else "plain"
+        users = [m.get("content") or "" for m in request.get("messages", []) if m.get("role") == "user"]
+        if model in standin.fail and standin.fail_if in (users[-1] if users else ""):
+            status = standin.fail[model]  # 404 as when the model is removed after the preflight
+            error = f"model '{model}' not found" if status == 404 else f"stand-in: forced HTTP {status}"
+            return self.reply(status, {"error": error}, kind, model)
+        try:
+            message, tokens_in, tokens_out = (self.judge(request) if kind == "format" else self.rules(request))
+        except (lexical_judge.UnknownRequest, ValueError, KeyError) as e:
+            return self.reply(400, {"error": f"stand-in: {e}"}, kind, model)
+        done = {"model": model, "created_at": "2026-01-01T00:00:00Z", "done": True, "done_reason": "stop",
+                "prompt_eval_count": tokens_in, "eval_count": tokens_out}
+        if not request.get("stream"):
+            return self.reply(200, {**done, "message": message}, kind, model)
+        # Streaming as Ollama does: the message in a chunk, then a final empty chunk carrying the counts.
+        chunk = {"model": model, "created_at": done["created_at"], "message": message, "done": False}
+        self.reply(200, [chunk, {**done, "message": {"role": "assistant", "content": ""}}], kind, model, stream=True)
+
+    def rules(self, request: dict) -> tuple[dict, int, int]:
+        tools = request.get("tools") or []
+        reply = self.server.standin.chat._generate(to_langchain(request["messages"]), tools=tools)
+        ai = reply.generations[0].message
+        message = {"role": "assistant", "content": ai.text}
+        if ai.tool_calls:
+            message["tool_calls"] = [{"function": {"name": c["name"], "arguments": c["args"]}} for c in ai.tool_calls]
+        usage = ai.usage_metadata or {}
+        return message, usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+
+    def judge(self, request: dict) -> tuple[dict, int, int]:
+        prompt = "\n".join(m.get("content") or "" for m in request["messages"])
+        schema = request["format"]
+        title = schema.get("title", "") if isinstance(schema, dict) else ""
+        answer = json.dumps(lexical_judge.HANDLERS[judge_kind(prompt, title)](prompt))
+        return {"role": "assistant", "content": answer}, len(words(prompt)), len(words(answer))
+
+
+def bundled_roles(folder: Optional[Path] = None) -> dict:
+    """The roles the `rules` model behind a stand-in is told (a real model reads only the tools): those of
+    the project in `folder`, by default the current folder's."""
+    from whichstage import agent, project
+
+    loaded = project.load(folder or Path.cwd())
+    return agent.rules_roles(loaded, project.read_records(loaded))
+
+
+@contextmanager
+def serve(models: Iterable[str] = ("standin-chat", "standin-embed", "standin-judge"),
+          fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None) -> Iterator[StandIn]:
+    """Run a stand-in on a free port of 127.0.0.1 serving `models`. /api/chat answers the HTTP status
+    `fail[model]` (e.g. 500) for the models `fail` names, when their last user message contains `fail_if`.
+    `roles` are the tool roles its rules model is told (default: the bundled example's)."""
+    with on_loopback(Handler, StandIn(models, fail or {}, fail_if, roles)) as standin:
+        yield standin
+
+
+@contextmanager
+def on_loopback(handler: type, standin: Any) -> Iterator[Any]:
+    """Serve `handler` on a free port of 127.0.0.1, with `standin` (given its `url`) as the server's state,
+    until the block ends. Shared by the stand-in servers."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    server.standin = standin  # type: ignore[attr-defined]
+    standin.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield standin
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
