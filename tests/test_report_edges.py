@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import console, show, stages
+from whichstage import console, gating, show, stages
 from whichstage.html_report import html
 from whichstage.report import markdown
 
@@ -212,7 +212,7 @@ def test_a_non_gating_low_score_on_a_passing_abstain_row_is_not_painted_failing(
 
 
 def test_the_html_judges_at_the_scoring_threshold_not_a_constant(monkeypatch):
-    monkeypatch.setattr(stages, "THRESHOLD", 0.9)
+    monkeypatch.setattr(gating, "THRESHOLD", 0.9)
     report = copy.deepcopy(ALL)
     del report["threshold"]
     row = rows_of(report)["backup"]

@@ -248,7 +248,7 @@ def shown_cases(loaded: Loaded, reports: list[dict], model: Optional[str]) -> st
                 view = {**inputs.view(trace), "retrievers": loaded.project.retrievers()} if trace else None
             except Unreadable:
                 view = None
-            texts.append(show.text(row, trace, view, key["model"]))
+            texts.append(show.text(row, trace, view, key["model"], report["threshold"]))
     return "\n\n".join(texts)
 
 

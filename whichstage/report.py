@@ -10,10 +10,11 @@ with none of these characters is emitted as is."""
 import re
 from typing import Optional
 
-from whichstage import judges, stages
+from whichstage import gating, judges, stages
 from whichstage.console import visible
 from whichstage.ladder import markdown_lines as ladder_lines
-from whichstage.stages import BEHAVIOUR_JUDGED, deepeval_disagrees, failure_reason, stage_results
+from whichstage.stage_view import CAUSE, FAIL, LATER_CAUSE, SUPPLIED, StageResult, row_view
+from whichstage.stages import deepeval_disagrees, gate_of  # noqa: F401  (gate_of: imported from here)
 from whichstage.stats import rate_text
 
 
@@ -55,17 +56,23 @@ def seconds(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.2f} s"
 
 
+SCORED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
+
+
 def table_row(r: dict) -> str:
-    ret, j, tools = r.get("retrieval"), r.get("judged", {}), r.get("tools")
-    score = lambda m: fmt(j.get(m, {}).get("score"))  # noqa: E731
-    behaviour = r.get("behaviour")
-    return (f"| {cell(r['id'])} | {cell(', '.join(r['calls'])) or 'none'} | "
-            f"{'-' if behaviour is None else ('pass' if behaviour['pass'] else 'FAIL')} | "
-            f"{'-' if tools is None else ('pass' if tools['pass'] else 'FAIL')} | "
-            f"{'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | {fmt(ret and ret['recall'])} | "
-            f"{fmt(ret and ret['reciprocal_rank'])} | {score('contextual_precision')} | {score('faithfulness')} | "
-            f"{score('contextual_recall')} | {score('answer_relevancy')} | {score('facts')} | "
+    """A case's row of the stage table: each stage's verdict as row_view gives it, a failing score marked FAIL."""
+    ret, view = r.get("retrieval"), row_view(r).stages
+    scores = " | ".join(scored(view[m]) if m in view else "-" for m in SCORED)
+    return (f"| {cell(r['id'])} | {cell(', '.join(r['calls'])) or 'none'} | {view['behaviour'].mark} | "
+            f"{view['tools'].mark} | {'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | "
+            f"{scored(view['retrieval'])} | {fmt(ret and ret['reciprocal_rank'])} | {scores} | "
             f"{cell(r['first_failure'] or '-')} |")
+
+
+def scored(result: StageResult) -> str:
+    """A stage's score as a table cell: 'FAIL 0.50' where it fails its stage, else the score alone."""
+    return f"FAIL {fmt(result.score)}" if result.verdict == FAIL and result.gates == result.stage \
+        else fmt(result.score)
 
 
 def cases(n: int) -> str:
@@ -93,24 +100,17 @@ def run_line(report: dict) -> str:
             f"split {text(report.get('split', 'all'))}.")
 
 
-def gate_of(row: dict, metric: str) -> Optional[str]:
-    """The stage a judged metric's verdict decides on this row: its own, 'behaviour' for a behaviour judgement
-    (recorded only where the behaviour check reads it), or None when it is reported and never gates."""
-    in_order = metric in stages.STAGES or metric in (row.get("criteria") or {})  # stages.stage_order([row])
-    if in_order and metric in row.get("judged", {}) and stages.decides_its_stage(row, metric):
-        return metric
-    return "behaviour" if metric in BEHAVIOUR_JUDGED and row.get("behaviour") is not None else None
-
-
 def legend(report: dict) -> str:
     """How the judged scores gate, with the thresholds the run used (a stage's own after the default): the
     same words in every rendering."""
-    own = report.get("thresholds") or {}
+    own, default = report.get("thresholds") or {}, report.get("threshold", gating.THRESHOLD)
     stated = f" ({'; '.join(f'{text(stage)} at {threshold(t)}' for stage, t in own.items())})" if own else ""
-    return (f"\nA judged score passes at {threshold(report.get('threshold', stages.THRESHOLD))} or more{stated}. "
-            "Ctx precision is reported, never gating; on a case expecting an abstention ctx recall and relevancy "
-            "are reported, not gating. Facts is 1 when the answer states every expected fact, else 0; a case "
-            "without expected facts, or expecting an abstention, is not graded on facts (-). The behaviour "
+    binary = "" if default == gating.THRESHOLD else \
+        f" Facts and the behaviour judgements score 1 or 0 and pass at {threshold(gating.THRESHOLD)}."
+    return (f"\nA judged score passes at {threshold(default)} or more{stated}; a score marked FAIL fails its "
+            f"stage.{binary} Ctx precision is reported, never gating; on a case expecting an abstention ctx recall "
+            "and relevancy are reported, not gating. Facts is 1 when the answer states every expected fact, else 0; "
+            "a case without expected facts, or expecting an abstention, is not graded on facts (-). The behaviour "
             "judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks in code.")
 
 
@@ -163,15 +163,15 @@ def summary(report: dict) -> str:
                   for cid, f in rep["flaky"].items()] or ["No case is flaky: each passed all its runs or none."]
     for kind, counts in s.get("counterfactual", {}).items():
         lines.append(f"\nCounterfactual ({kind}): of {cases(counts['fixed'] + counts['still_fails'])} failing at "
-                     f"{kind}, {counts['fixed']} fixed with the expected pages (the retriever is the cause), "
-                     f"{counts['still_fails']} still failing (the generator fails too).")
+                     f"{kind}, {counts['fixed']} fixed with {SUPPLIED} ({CAUSE} is the cause), "
+                     f"{counts['still_fails']} still failing ({LATER_CAUSE} fails too).")
     if report.get("held_out"):
         lines.append(f"\n{cases(report['held_out'])} held out and not shown: never tune on the cases you "
                      "report. See them with --split holdout, or every case with --split all.")
     failing = [r for r in report["rows"] if r["first_failure"]]
     if failing:
         lines.append("\nFirst failures:\n")
-        lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}" for r in failing]
+        lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(row_view(r).reason)}" for r in failing]
     differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
     if differ:
         lines.append("\nDeepEval's ToolCorrectnessMetric lets identical calls (same tool, same arguments) meet one "
@@ -203,8 +203,8 @@ def criteria_lines(report: dict) -> list[str]:
              + ", ".join(f"{code(n)} passes at {threshold(thresholds[n])}" for n in names) + ".\n",
              "| case | " + " | ".join(cell(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     for r in rows:
-        results = stage_results(r)
-        marks = [f"{'pass' if results[n] else 'FAIL'} {fmt(r['judged'][n]['score'])}" if n in results else "-"
+        view = row_view(r).stages
+        marks = [f"{view[n].mark} {fmt(view[n].score)}" if n in view and view[n].gates == n else "-"
                  for n in names]
         lines.append(f"| {cell(r['id'])} | " + " | ".join(marks) + " |")
     return lines

@@ -7,8 +7,9 @@ import textwrap
 from typing import Optional
 
 from whichstage.console import visible
-from whichstage.report import gate_of, threshold
-from whichstage.stages import THRESHOLD, failure_reason, passes, ranked_documents, stage_results, threshold_of
+from whichstage.report import threshold
+from whichstage.stage_view import StageResult, row_view
+from whichstage.stages import THRESHOLD, ranked_documents
 
 WIDTH = 100
 OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
@@ -31,8 +32,9 @@ def arguments(args: dict) -> str:
     return ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in args.items())
 
 
-def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> str:
-    """The case as a terminal reads it; `view` is the trace read by role (whichstage.trace.read)."""
+def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, default: float = THRESHOLD) -> str:
+    """The case as a terminal reads it; `view` is the trace read by role (whichstage.trace.read); `default` is
+    the report's threshold, beside which a verdict judged against another says so."""
     expected = set(row.get("expected_docs") or [])
     lines = [f"case {row['id']} ({row.get('category')}, {row.get('split')}, expects "
              f"{row.get('expected_behavior')}) with model {model}",
@@ -57,41 +59,38 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str) -> 
         lines += wrapped(clipped(output.get("content", "")), "     ")
     lines += ["answer:", *wrapped(trace["answer"])]
     lines.append("verdicts:")
-    results = stage_results(row)
+    shown = row_view(row)
+    results = shown.stages
     behaviour = row.get("behaviour")
     if behaviour is not None:
-        lines.append(f"  behaviour: {'pass' if behaviour['pass'] else 'FAIL'}"
-                     + (f": {'; '.join(behaviour['failures'])}" if behaviour["failures"] else ""))
+        lines.append(f"  behaviour: {results['behaviour'].mark}"
+                     + (f": {results['behaviour'].reason}" if results["behaviour"].reason else ""))
         lines += [f"    check {c['check']}: {'pass' if c['pass'] else 'FAIL: ' + c['reason']}"
                   for c in behaviour.get("checks", [])]
-    tools = row.get("tools")
-    if tools is not None:
-        lines.append(f"  tools: {'pass' if tools['pass'] else 'FAIL'}: {tools['reason']}")
+    if row.get("tools") is not None:
+        lines.append(f"  tools: {results['tools'].mark}: {results['tools'].reason}")
     retrieval = row.get("retrieval")
     if retrieval is not None:
-        lines.append(f"  retrieval: {'pass' if results.get('retrieval') else 'FAIL'}: hit {retrieval['hit']}, "
+        lines.append(f"  retrieval: {results['retrieval'].mark}: hit {retrieval['hit']}, "
                      f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}"
                      + (f"; missed {', '.join(retrieval['missed'])}" if retrieval["missed"] else ""))
     for stage, verdict in row.get("judged", {}).items():
-        lines += [f"  {stage}: {judged_verdict(row, stage, verdict)}",
-                  *wrapped(verdict.get("reason") or "", "      ")]
+        lines += [f"  {stage}: {judged_verdict(results[stage], default)}", *wrapped(results[stage].reason, "      ")]
         for fact in verdict.get("facts") or []:
             lines += wrapped(f"{'covered' if fact['covered'] else 'MISSING'}: {fact['fact']} ({fact['reason']})",
                              "        ", "      - ")
-    first = row.get("first_failure")
-    lines.append(f"first failure: {first}: {failure_reason(row)}" if first else "first failure: none, every stage "
-                                                                              "passes")
+    first = shown.first_failure
+    lines.append(f"first failure: {first}: {shown.reason}" if first else "first failure: none, every stage passes")
     return visible("\n".join(lines))
 
 
-def judged_verdict(row: dict, metric: str, verdict: dict) -> str:
+def judged_verdict(result: StageResult, default: float = THRESHOLD) -> str:
     """'FAIL 0.00 (gates behaviour)', 'pass 1.00', 'FAIL 0.85 (threshold 0.90)' where the threshold is not
-    the default, or '0.00 (reported, not gating)': a metric that gates nothing has a score and no verdict."""
-    score = verdict.get("score")
-    shown = "-" if score is None else f"{score:.2f}"
-    gate = gate_of(row, metric)
-    if gate is None:
-        return f"{shown} (reported, not gating)"
-    own = threshold_of(row, metric)
-    notes = ([] if gate == metric else [f"gates {gate}"]) + ([f"threshold {threshold(own)}"] if own != THRESHOLD else [])
-    return f"{'pass' if passes(score, own) else 'FAIL'} {shown}" + (f" ({'; '.join(notes)})" if notes else "")
+    the report's `default`, or '0.00 (reported, not gating)': a metric that gates nothing has a score and no
+    verdict."""
+    score = "-" if result.score is None else f"{result.score:.2f}"
+    if result.gates is None:
+        return f"{score} (reported, not gating)"
+    notes = ([] if result.gates == result.stage else [f"gates {result.gates}"]) + \
+        ([f"threshold {threshold(result.threshold)}"] if result.threshold != default else [])
+    return f"{result.mark} {score}" + (f" ({'; '.join(notes)})" if notes else "")
