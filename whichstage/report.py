@@ -107,11 +107,11 @@ def legend(report: dict) -> str:
     stated = f" ({'; '.join(f'{text(stage)} at {threshold(t)}' for stage, t in own.items())})" if own else ""
     binary = "" if default == gating.THRESHOLD else \
         f" Facts and the behaviour judgements score 1 or 0 and pass at {threshold(gating.THRESHOLD)}."
-    return (f"\nA judged score passes at {threshold(default)} or more{stated}; a score marked FAIL fails its "
-            f"stage.{binary} Ctx precision is reported, never gating; on a case expecting an abstention ctx recall "
-            "and relevancy are reported, not gating. Facts is 1 when the answer states every expected fact, else 0; "
-            "a case without expected facts, or expecting an abstention, is not graded on facts (-). The behaviour "
-            "judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks in code.")
+    return (f"\nA judged score passes at {threshold(default)} or more{stated}.{binary} A score marked FAIL in the "
+            "table fails its stage. Ctx precision is reported, never gating; on a case expecting an abstention "
+            "ctx recall and relevancy are reported, not gating. Facts is 1 when the answer states every expected "
+            "fact, else 0; a case without expected facts, or expecting an abstention, is not graded on facts (-). The "
+            "behaviour judgements (abstained, ignored_planted) gate the behaviour stage, beside its checks in code.")
 
 
 def threshold(value: float) -> str:
