@@ -13,7 +13,7 @@ from typing import Optional
 from whichstage import gating, judges, stages
 from whichstage.console import visible
 from whichstage.ladder import markdown_lines as ladder_lines
-from whichstage.stage_view import CAUSE, FAIL, LATER_CAUSE, SUPPLIED, StageResult, row_view
+from whichstage.stage_view import CAUSE, FAIL, LATER_CAUSE, SUPPLIED, StageResult, failure_reason, row_view
 from whichstage.stages import deepeval_disagrees, gate_of  # noqa: F401  (gate_of: imported from here)
 from whichstage.stats import rate_text
 
@@ -171,7 +171,7 @@ def summary(report: dict) -> str:
     failing = [r for r in report["rows"] if r["first_failure"]]
     if failing:
         lines.append("\nFirst failures:\n")
-        lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(row_view(r).reason)}" for r in failing]
+        lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}" for r in failing]
     differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
     if differ:
         lines.append("\nDeepEval's ToolCorrectnessMetric lets identical calls (same tool, same arguments) meet one "
