@@ -220,3 +220,14 @@ def test_the_html_judges_at_the_scoring_threshold_not_a_constant(monkeypatch):
     assert stages.first_failure(row) == "faithfulness"
     page = html(report)
     assert Cells(page).table["backup"]["faithfulness"] == "fail" and "passes at 0.90 or more" in page
+
+
+def test_show_notes_a_threshold_against_the_report_s_own_not_the_constant(here, capsys):
+    from whichstage import evaluate
+
+    config = here / "evals.toml"
+    config.write_text("threshold = 0.8\n" + config.read_text())  # a key before the first table
+    assert evaluate.main(["--show", "two-laptops"]) == 0
+    verdicts = capsys.readouterr().out.split("verdicts:")[1]
+    assert "  faithfulness: pass 1.00\n" in verdicts  # at the report's 0.80: nothing to note
+    assert "  facts: FAIL 0.00 (threshold 0.70)\n" in verdicts  # scored 1 or 0: at 0.70 whatever the default
