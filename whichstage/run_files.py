@@ -1,17 +1,22 @@
 """A run's files: recordings and reports named by the case set, model, embedder and judge, which recordings
-a replay reads, and reports written only when their text changed."""
+a replay reads, reports written only when their text changed, and every written report kept under a label in
+runs/history/<name>/<label>.*."""
 import hashlib
 import json
 import os
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import orjson
 
 from whichstage.cassette import RecordingError, read_key, shown, write_atomic
+from whichstage.dataset import InputError
 
 CALIBRATION_PREFIX = "calibration+"
+HISTORY = Path("runs") / "history"  # runs/history/<run name>/<label>.json, .md and .html
+TIME_LABEL = "%Y%m%dT%H%M%SZ"  # the default label: the UTC time the reports were written
 MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
 
 
@@ -121,3 +126,69 @@ def replay_targets(folder: Path, cases: str, model: Optional[str], judge: Option
         asked = ", ".join(f"{f} {printable(v)}" for f, v in wanted.items() if v)
         raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
     return chosen
+
+
+Files = dict[Path, Callable[[], Iterable[str]]]
+
+
+def checked_label(label: Optional[str]) -> Optional[str]:
+    """--label as given, refused unless it is letters, digits, '.', '_' and '-' (not starting with '.', at most
+    100 characters): it is a file name. None stays None (the time is the label)."""
+    if label is not None and not (SAFE.fullmatch(label) and not label.startswith(".") and len(label) <= 100):
+        raise InputError(f"--label {label!r}: a label is letters, digits, '.', '_' and '-', not starting "
+                         "with '.', at most 100 characters")
+    return label
+
+
+def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Optional[str] = None) -> None:
+    """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep it in the
+    history as runs/history/<name>/<label>.*. An explicit label that already holds another report is refused
+    before anything is written; without one, the UTC time is the label, with -2, -3... if that second is taken."""
+    latest = [report_files(folder, report, text) for report, text in zip(reports, texts)]
+    if label is None:
+        label = free_label(latest, utc_now().strftime(TIME_LABEL))
+    kept = [kept_files(files, label) for files in latest]
+    for files in kept:
+        refuse_taken(files, label)
+    for files in [*latest, *kept]:
+        for path, pieces in files.items():
+            write_if_changed(path, pieces)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def kept_files(latest: Files, label: str) -> Files:
+    """The history's copies of a run's latest files: runs/<name>.json -> runs/history/<name>/<label>.json."""
+    return {path.parent / HISTORY.name / path.stem / f"{label}{path.suffix}": pieces
+            for path, pieces in latest.items()}
+
+
+def free_label(latest: list[Files], label: str) -> str:
+    """`label`, or label-2, label-3...: the first that no run of this invocation has kept yet."""
+    taken = lambda name: any(path.exists() for files in latest for path in kept_files(files, name))  # noqa: E731
+    suffix = 1
+    while taken(label if suffix == 1 else f"{label}-{suffix}"):
+        suffix += 1
+    return label if suffix == 1 else f"{label}-{suffix}"
+
+
+def refuse_taken(kept: Files, label: str) -> None:
+    """Refuse a label whose files hold another report; the same report again writes nothing and is allowed."""
+    for path, pieces in kept.items():
+        if path.exists() and not holds(path, pieces()):
+            raise InputError(f"--label {label}: {shown(path)} already holds another run; choose another label, "
+                             "or delete that run's files to reuse it")
+
+
+def labelled(folder: Path, label: str) -> list[Path]:
+    """The reports kept under `label` ('LABEL', or 'RUN/LABEL' for one run's) in folder's runs/history."""
+    run, _, name = label.rpartition("/")
+    runs = [folder / HISTORY / run] if run else sorted((folder / HISTORY).glob("*"))
+    return [path for path in (run / f"{name}.json" for run in runs) if path.is_file()]
+
+
+def kept_labels(folder: Path) -> list[str]:
+    """Every label kept in folder's runs/history, each once, sorted."""
+    return sorted({path.stem for path in (folder / HISTORY).glob("*/*.json")})
