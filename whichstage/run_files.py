@@ -156,6 +156,7 @@ def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Op
 
 
 def utc_now() -> datetime:
+    """The time now, in UTC: the default label's."""
     return datetime.now(timezone.utc)
 
 
