@@ -141,18 +141,20 @@ def checked_label(label: Optional[str]) -> Optional[str]:
 
 
 def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Optional[str] = None) -> None:
-    """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep it in the
+    """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep a copy in the
     history as runs/history/<name>/<label>.*. An explicit label that already holds another report is refused
     before anything is written; without one, the UTC time is the label, with -2, -3... if that second is taken."""
     latest = [report_files(folder, report, text) for report, text in zip(reports, texts)]
     if label is None:
         label = free_label(latest, utc_now().strftime(TIME_LABEL))
-    kept = [kept_files(files, label) for files in latest]
-    for files in kept:
+    for files in latest:
         refuse_taken(files, label)
-    for files in [*latest, *kept]:
+    for files in latest:
         for path, pieces in files.items():
             write_if_changed(path, pieces)
+    for files in latest:
+        for path in files:  # the latest file's text, copied rather than rendered again
+            write_if_changed(kept_path(path, label), lambda path=path: pieces_of(path))
 
 
 def utc_now() -> datetime:
@@ -160,26 +162,33 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def kept_files(latest: Files, label: str) -> Files:
-    """The history's copies of a run's latest files: runs/<name>.json -> runs/history/<name>/<label>.json."""
-    return {path.parent / HISTORY.name / path.stem / f"{label}{path.suffix}": pieces
-            for path, pieces in latest.items()}
+def kept_path(latest: Path, label: str) -> Path:
+    """Where the history keeps a latest file under `label`: runs/<name>.json -> runs/history/<name>/<label>.json."""
+    return latest.parent / HISTORY.name / latest.stem / f"{label}{latest.suffix}"
+
+
+def pieces_of(path: Path) -> Iterator[str]:
+    """A file's text as it is, a megabyte at a time."""
+    with open(path, encoding="utf-8", newline="") as f:
+        while piece := f.read(1 << 20):
+            yield piece
 
 
 def free_label(latest: list[Files], label: str) -> str:
     """`label`, or label-2, label-3...: the first that no run of this invocation has kept yet."""
-    taken = lambda name: any(path.exists() for files in latest for path in kept_files(files, name))  # noqa: E731
+    taken = lambda name: any(kept_path(path, name).exists() for files in latest for path in files)  # noqa: E731
     suffix = 1
     while taken(label if suffix == 1 else f"{label}-{suffix}"):
         suffix += 1
     return label if suffix == 1 else f"{label}-{suffix}"
 
 
-def refuse_taken(kept: Files, label: str) -> None:
+def refuse_taken(latest: Files, label: str) -> None:
     """Refuse a label whose files hold another report; the same report again writes nothing and is allowed."""
-    for path, pieces in kept.items():
-        if path.exists() and not holds(path, pieces()):
-            raise InputError(f"--label {label}: {shown(path)} already holds another run; choose another label, "
+    for path, pieces in latest.items():
+        kept = kept_path(path, label)
+        if kept.exists() and not holds(kept, pieces()):
+            raise InputError(f"--label {label}: {shown(kept)} already holds another run; choose another label, "
                              "or delete that run's files to reuse it")
 
 
