@@ -95,7 +95,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0 if stopped is None else stopped
 
 
-LABEL = re.compile(r"(?:(?!\.\.?/)[^/\\]+/)?[A-Za-z0-9_-][A-Za-z0-9._-]*")  # LABEL or RUN/LABEL, never a path
+LABEL = re.compile(r"(?:(?!\.\.?/)[A-Za-z0-9._~+-]+/)?[A-Za-z0-9_-][A-Za-z0-9._-]*")  # LABEL, RUN/LABEL: no path
 SHOWN_LABELS = 12  # how many labels an unknown one's refusal lists
 
 
