@@ -15,7 +15,7 @@ def copy_project(into: Path) -> Path:
     """The project's code, inputs, recordings, reports and baselines, without its tests."""
     for pattern in COPIED:
         for src in PROJECT.glob(pattern):
-            if src.name.startswith("test_") or src.name == "conftest.py":
+            if src.name.startswith("test_") or src.name == "conftest.py" or src.is_dir():  # runs/history: local
                 continue
             dest = into / src.relative_to(PROJECT)
             dest.parent.mkdir(parents=True, exist_ok=True)

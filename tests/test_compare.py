@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import compare
+from whichstage import compare, compare_diff
 from whichstage import evaluate
 from whichstage import console
 from whichstage import stages
@@ -338,7 +338,8 @@ def test_a_dev_report_and_an_all_report_are_refused_naming_both_splits_and_the_c
     err = refused(capsys, str(BUNDLED), str(BUNDLED_ALL))
     assert err == (f"compare.py: A ({BUNDLED}) is a report of the dev split, B ({BUNDLED_ALL}) of the all split, "
                    f"so their case sets differ ({len(extra)} only in B: {', '.join(extra[:3])} and "
-                   f"{len(extra) - 3} more); compare reports of the same split")
+                   f"{len(extra) - 3} more); compare reports of the same split, or pass --across to compare them "
+                   "anyway")
 
 
 def test_reports_of_the_same_split_with_other_cases_are_refused_naming_them(capsys, tmp_path):
@@ -348,7 +349,8 @@ def test_reports_of_the_same_split_with_other_cases_are_refused_naming_them(caps
     path = saved(tmp_path, "b.json", after)
     err = refused(capsys, str(BUNDLED), path)
     assert err == (f"compare.py: A ({BUNDLED}) and B ({path}) hold different cases (2 only in A: backup, restore; "
-                   f"1 only in B: restore-2); compare reports of the same cases")
+                   f"1 only in B: restore-2); compare reports of the same cases, or pass --across to compare them "
+                   "anyway")
 
 
 def test_a_report_without_a_split_is_compared_by_its_cases(capsys, tmp_path):
@@ -590,7 +592,7 @@ def test_five_changes_all_one_way_are_still_noise(capsys, tmp_path):
 
 
 def test_a_p_value_just_under_5_percent_is_not_shown_as_5_percent():
-    assert compare.p_text(0.0496) == "0.0496" and compare.p_text(0.0504) == "0.05"
+    assert compare_diff.p_text(0.0496) == "0.0496" and compare_diff.p_text(0.0504) == "0.05"
 
 
 def test_per_stage_pairing_skips_errored_rows_and_unmeasured_stages(tmp_path):
@@ -602,12 +604,12 @@ def test_per_stage_pairing_skips_errored_rows_and_unmeasured_stages(tmp_path):
     row(after, "config-keys")["retrieval"].update(recall=0.0, hit=False, missed=["config"])
     row(after, "config-keys")["first_failure"] = stages.first_failure(row(after, "config-keys"))
     # faithfulness: every measured case but the errored restore
-    assert compare.paired_test(before["rows"], after["rows"], "faithfulness") == \
+    assert compare_diff.paired_test(before["rows"], after["rows"], "faithfulness") == \
         {"fixed": 0, "broken": 1, "paired": measured(bundled(), "faithfulness") - 1, "p": 1.0}
     # retrieval: every measured case but the errored restore and config-keys, unmeasured in A
-    assert compare.paired_test(before["rows"], after["rows"], "retrieval") == \
+    assert compare_diff.paired_test(before["rows"], after["rows"], "retrieval") == \
         {"fixed": 0, "broken": 0, "paired": measured(bundled(), "retrieval") - 2, "p": 1.0}
-    assert compare.paired_test(before["rows"], after["rows"]) == \
+    assert compare_diff.paired_test(before["rows"], after["rows"]) == \
         {"fixed": 0, "broken": 2, "paired": CASES - 1, "p": 0.5}
 
 

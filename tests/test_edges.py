@@ -43,6 +43,11 @@ def outputs(project: Path) -> dict:
             if p.is_file()}
 
 
+def latest(files: dict) -> dict:
+    """The outputs but the copies every written run keeps in runs/history."""
+    return {path: data for path, data in files.items() if path.parts[:2] != ("runs", "history")}
+
+
 def one_line(err: str) -> str:
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err.rstrip("\n")
@@ -84,8 +89,8 @@ def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(live_project,
     edit(project / "cases.json", lambda cases: next(c for c in cases["cases"] if c["id"] == "issue-231").update(
         reference="Issue 231 — import drops café rows — is still open."))
     assert evaluate.main(["--live", "--quiet"]) == 0  # records what the edits made stale
-    for report in (project / "runs").iterdir():
-        report.unlink()  # so the replay writes every report under the locale
+    for report in (project / "runs").glob("*.*"):
+        report.unlink()  # so the replay writes every latest report under the locale (runs/history keeps its own)
     env, encoding = non_utf8_env(kind, tmp_path_factory.mktemp("locale"))
     done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, env=env, capture_output=True, timeout=120)
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")
@@ -106,8 +111,10 @@ def test_a_baseline_that_cannot_be_written_exits_2_naming_it(here, monkeypatch, 
     if not Path("/proc/self").is_dir():
         pytest.skip("no /proc here")
     monkeypatch.setenv("DOCS_EMBEDDER", "hash")  # a baseline is of one run: the hash embedder's
+    assert evaluate.main(["--label", "kept"]) == 0  # kept once: the same run under its label writes nothing
+    capsys.readouterr()
     before = outputs(here)
-    assert evaluate.main(["--save-baseline", "/proc/x"]) == 2
+    assert evaluate.main(["--save-baseline", "/proc/x", "--label", "kept"]) == 2
     out, err = capsys.readouterr()
     assert one_line(err).startswith("evaluate.py: /proc/x: cannot write: ")
     assert out == "" and outputs(here) == before
@@ -225,7 +232,7 @@ class FullDisk:
 
 @pytest.mark.parametrize("script, args, written", [
     ("evaluate", [], f"runs/{OFFLINE_RUN}.json"),
-    ("evaluate", ["--save-baseline", "baselines/new.json"], "baselines/new.json"),
+    ("evaluate", ["--save-baseline", "baselines/new.json", "--label", "kept"], "baselines/new.json"),
     ("calibrate", [], "runs/calibration+lexical.json"),
     ("compare", [f"runs/{OFFLINE_RUN}.json", f"runs/{OFFLINE_RUN}.json", "--html", "runs/diff.html"], "runs/diff.html")])
 def test_a_full_disk_exits_2_naming_the_file_and_leaves_nothing_half_written(here, monkeypatch, capsys, script, args,
@@ -233,6 +240,9 @@ def test_a_full_disk_exits_2_naming_the_file_and_leaves_nothing_half_written(her
     (here / written).unlink(missing_ok=True)  # a report identical to the one on disk is not written again
     if script == "evaluate":
         monkeypatch.setenv("DOCS_EMBEDDER", "hash")  # the hash run alone: a baseline is of one run
+    if "--label" in args:  # the run is kept under its label already, so the baseline is the one file to write
+        assert evaluate.main(["--label", "kept"]) == 0
+        capsys.readouterr()
     before = outputs(here)
     real_fdopen = os.fdopen
     monkeypatch.setattr(cassette.os, "fdopen", lambda fd, *a, **kw: FullDisk(real_fdopen(fd, *a, **kw)))
@@ -260,7 +270,7 @@ def test_an_input_with_a_byte_order_mark_loads_and_replays(here, capsys, name):
     (here / name).write_bytes(codecs.BOM_UTF8 + (here / name).read_bytes())
     before = outputs(here)
     assert evaluate.main([]) == 0
-    assert outputs(here) == before  # the same inputs, the same reports
+    assert latest(outputs(here)) == latest(before)  # the same inputs, the same reports
 
 
 def test_assistant_reads_docs_with_a_byte_order_mark(project, monkeypatch, capsys):

@@ -28,7 +28,7 @@ from whichstage.live_calls import SigtermAsInterrupt, add_live_options, check_li
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, embedder_name, \
     judge_name
 from whichstage.report import cases as cases_text, markdown
-from whichstage.run_files import header, replay_targets, report_files, run_name, write_if_changed
+from whichstage.run_files import checked_label, header, replay_targets, run_name, write_reports
 from whichstage.selection import SelectionError, case_of, parse_shard, report_split, select
 from whichstage.stages import (added, behaviour_verdict, first_failure, repeat_summary, retrieval_scores, spent,
                             summarize, tool_verdict, with_threshold)
@@ -393,6 +393,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "verdicts alone); the report gives the two judges' agreement, kappa and split cases")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
+    parser.add_argument("--label", metavar="NAME", help="keep this run's reports as runs/history/<name>/NAME.* "
+                        "beside the latest (default: the UTC time, e.g. 20261201T183000Z); `compare.py` takes it")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
@@ -402,6 +404,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             parser.error(f"--{flag} goes with --live")
     if (args.case or args.shard or args.show) and (args.check_baseline or args.save_baseline):
         parser.error("a baseline is of every case: --case, --shard and --show do not go with it")
+    if args.label is not None and (args.case or args.shard or args.show or args.plan):
+        parser.error("--label names a written run: --case, --shard, --show and --plan write no report")
     printable_stdout()
     from whichstage import baseline
     from whichstage import providers
@@ -410,6 +414,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     terminated = SigtermAsInterrupt()
     try:
+        label = checked_label(args.label)
         loaded = load_inputs(projects.load(Path(args.project or ".")))
         folder = loaded.project.folder
         patterns = [args.show] if args.show else args.case
@@ -445,9 +450,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
         texts = [markdown(r) for r in reports]
-        for report, text in zip(reports, texts) if cases is None else []:  # some cases: printed, not written
-            for path, pieces in report_files(folder, report, text).items():
-                write_if_changed(path, pieces)
+        if cases is None:  # some cases: printed, not written
+            write_reports(folder, reports, texts, label)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:

@@ -1,17 +1,22 @@
 """A run's files: recordings and reports named by the case set, model, embedder and judge, which recordings
-a replay reads, and reports written only when their text changed."""
+a replay reads, reports written only when their text changed, and every written report kept under a label in
+runs/history/<name>/<label>.*."""
 import hashlib
 import json
 import os
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import orjson
 
 from whichstage.cassette import RecordingError, read_key, shown, write_atomic
+from whichstage.dataset import InputError
 
 CALIBRATION_PREFIX = "calibration+"
+HISTORY = Path("runs") / "history"  # runs/history/<run name>/<label>.json, .md and .html
+TIME_LABEL = "%Y%m%dT%H%M%SZ"  # the default label: the UTC time the reports were written
 MODEL_VARIABLES = {"model": "DOCS_MODEL", "embedder": "DOCS_EMBEDDER", "judge": "DOCS_JUDGE"}
 
 
@@ -121,3 +126,79 @@ def replay_targets(folder: Path, cases: str, model: Optional[str], judge: Option
         asked = ", ".join(f"{f} {printable(v)}" for f, v in wanted.items() if v)
         raise RecordingError(f"{shown(folder)}: no recording for {asked}; record one with --live")
     return chosen
+
+
+Files = dict[Path, Callable[[], Iterable[str]]]
+
+
+def checked_label(label: Optional[str]) -> Optional[str]:
+    """--label as given, refused unless it is letters, digits, '.', '_' and '-' (not starting with '.', at most
+    100 characters): it is a file name. None stays None (the time is the label)."""
+    if label is not None and not (SAFE.fullmatch(label) and not label.startswith(".") and len(label) <= 100):
+        raise InputError(f"--label {label!r}: a label is letters, digits, '.', '_' and '-', not starting "
+                         "with '.', at most 100 characters")
+    return label
+
+
+def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Optional[str] = None) -> None:
+    """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep a copy in the
+    history as runs/history/<name>/<label>.*. An explicit label that already holds another report is refused
+    before anything is written; without one, the UTC time is the label, with -2, -3... if that second is taken."""
+    latest = [report_files(folder, report, text) for report, text in zip(reports, texts)]
+    if label is None:
+        label = free_label(latest, utc_now().strftime(TIME_LABEL))
+    for files in latest:
+        refuse_taken(files, label)
+    for files in latest:
+        for path, pieces in files.items():
+            write_if_changed(path, pieces)
+    for files in latest:
+        for path in files:  # the latest file's text, copied rather than rendered again
+            write_if_changed(kept_path(path, label), lambda path=path: pieces_of(path))
+
+
+def utc_now() -> datetime:
+    """The time now, in UTC: the default label's."""
+    return datetime.now(timezone.utc)
+
+
+def kept_path(latest: Path, label: str) -> Path:
+    """Where the history keeps a latest file under `label`: runs/<name>.json -> runs/history/<name>/<label>.json."""
+    return latest.parent / HISTORY.name / latest.stem / f"{label}{latest.suffix}"
+
+
+def pieces_of(path: Path) -> Iterator[str]:
+    """A file's text as it is, a megabyte at a time."""
+    with open(path, encoding="utf-8", newline="") as f:
+        while piece := f.read(1 << 20):
+            yield piece
+
+
+def free_label(latest: list[Files], label: str) -> str:
+    """`label`, or label-2, label-3...: the first that no run of this invocation has kept yet."""
+    taken = lambda name: any(kept_path(path, name).exists() for files in latest for path in files)  # noqa: E731
+    suffix = 1
+    while taken(label if suffix == 1 else f"{label}-{suffix}"):
+        suffix += 1
+    return label if suffix == 1 else f"{label}-{suffix}"
+
+
+def refuse_taken(latest: Files, label: str) -> None:
+    """Refuse a label whose files hold another report; the same report again writes nothing and is allowed."""
+    for path, pieces in latest.items():
+        kept = kept_path(path, label)
+        if kept.exists() and not holds(kept, pieces()):
+            raise InputError(f"--label {label}: {shown(kept)} already holds another run; choose another label, "
+                             "or delete that run's files to reuse it")
+
+
+def labelled(folder: Path, label: str) -> list[Path]:
+    """The reports kept under `label` ('LABEL', or 'RUN/LABEL' for one run's) in folder's runs/history."""
+    run, _, name = label.rpartition("/")
+    runs = [folder / HISTORY / run] if run else sorted((folder / HISTORY).glob("*"))
+    return [path for path in (run / f"{name}.json" for run in runs) if path.is_file()]
+
+
+def kept_labels(folder: Path) -> list[str]:
+    """Every label kept in folder's runs/history, each once, sorted."""
+    return sorted({path.stem for path in (folder / HISTORY).glob("*/*.json")})
