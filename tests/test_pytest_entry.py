@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
-from conftest import OFFLINE
+from conftest import OFFLINE, recorded_init
 
 pytest_plugins = ["pytester"]
 PLUGIN = ("--disable-plugin-autoload", "-p", "whichstage.testing.pytest_plugin")
@@ -24,17 +23,11 @@ def test_case(case):
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     """A project written by `init`, its order case expecting another order's id, recorded offline with --live."""
-    folder = tmp_path_factory.mktemp("entry") / "mine"
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in OFFLINE.items():
-            patch.setenv(name, value)
-        assert evaluate.main(["init", str(folder)]) == 0
-        cases = json.loads((folder / "cases.json").read_text())
+    def edit(folder: Path, cases: dict) -> None:
         order = next(c for c in cases["cases"] if c["id"] == "order-status")
         order["expected_args"]["get_order"]["order_id"] = "ORD-1001"
-        (folder / "cases.json").write_text(json.dumps(cases))
-        assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
-    return folder
+
+    return recorded_init(tmp_path_factory.mktemp("entry") / "mine", edit)
 
 
 @pytest.fixture
