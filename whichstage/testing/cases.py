@@ -60,24 +60,29 @@ def forget() -> None:
 
 
 def _replay(project: Path, model: Optional[str], split: str) -> Union[list[CaseResult], str]:
-    from whichstage import project as projects
     from whichstage.cassette import RecordingError
     from whichstage.console import visible
     from whichstage.dataset import InputError
-    from whichstage.evaluate import replay
-    from whichstage.inputs import load_inputs
     from whichstage.run_files import run_name
     from whichstage.stages import failure_reason
 
     try:
-        loaded = load_inputs(projects.load(project))
-        reports = replay(loaded, model, split)
+        reports = _reports(project, model, split)
     except (InputError, RecordingError) as e:
         return visible(f"whichstage: {e}")
     results = []
     for report in reports:
         key = report["key"]
-        run = run_name(loaded.cases["name"], key["model"], key["embedder"], key["judge"])
+        run = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"])
         results += [CaseResult(row["id"], run, row["question"], row["first_failure"],
                                failure_reason(row) if row["first_failure"] else None) for row in report["rows"]]
     return results
+
+
+def _reports(project: Path, model: Optional[str], split: str) -> list[dict]:
+    """Each recorded run's report, replayed as `whichstage run` replays it."""
+    from whichstage import project as projects
+    from whichstage.evaluate import replay
+    from whichstage.inputs import load_inputs
+
+    return replay(load_inputs(projects.load(project)), model, split)
