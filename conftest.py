@@ -4,6 +4,7 @@ import shutil
 import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -156,3 +157,21 @@ def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
             super().serve_forever(poll_interval)
 
     mp.setattr(ollama_standin, "ThreadingHTTPServer", PromptServer)
+
+
+def recorded_init(folder: Path, edit: Callable[[Path, dict], None]) -> Path:
+    """A project written by `evaluate.py init` into `folder`, its cases (and any file) changed by `edit(folder,
+    cases)`, then recorded with --live and the offline backends."""
+    import json
+
+    from whichstage import evaluate
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in OFFLINE.items():
+            patch.setenv(name, value)
+        assert evaluate.main(["init", str(folder)]) == 0
+        cases = json.loads((folder / "cases.json").read_text())
+        edit(folder, cases)
+        (folder / "cases.json").write_text(json.dumps(cases))
+        assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+    return folder

