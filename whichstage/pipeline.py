@@ -4,7 +4,7 @@ its row (whichstage/rows.py), the report; a live run schedules the missing calls
 """
 import copy
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from whichstage.cassette import Cassette, RecordingError, code_of, entry_count, read_key, read_recording, shown
 from whichstage import checks as own_checks, criteria, ladder, shapes
@@ -20,6 +20,9 @@ from whichstage.selection import case_of
 from whichstage.stages import added, repeat_summary, spent, summarize
 from whichstage.trace import Unreadable
 
+if TYPE_CHECKING:
+    from whichstage.recording import Live
+
 
 def recording_key(inputs: Inputs) -> dict:
     """What a report was measured with: the agent, the inputs' hashes and the models. Baselines and compare.py
@@ -34,7 +37,6 @@ def recording_key(inputs: Inputs) -> dict:
             "model": inputs.model, "embedder": inputs.embedder, "judge": inputs.judge,
             "strict_faithfulness": STRICT_FAITHFULNESS, "offline": all(map(providers.is_offline, names)),
             **criteria.key_part(inputs.project.criteria)}
-
 
 
 def stale_message(cassette: Cassette, stale: dict, total: int, shown_cases: int = 5, shown_reasons: int = 3) -> str:
@@ -53,7 +55,7 @@ def stale_message(cassette: Cassette, stale: dict, total: int, shown_cases: int 
 
 
 def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", repeats: Optional[int] = None,
-             live=None) -> dict:
+             live: Optional["Live"] = None) -> dict:
     """Score every case from the cassette: the report of `split`, or with None every case's row unsummarised
     (for of_split). In live mode, first record what is missing or stale with `live` (a recording.Live, whose
     models are built only when a call needs them, so a replay imports no model library)."""
