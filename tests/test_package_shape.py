@@ -74,6 +74,12 @@ def test_no_import_circle_in_the_package():
     assert not found, "import circle: " + " -> ".join(found)
 
 
+def test_only_the_console_script_imports_the_run_command():
+    """whichstage/evaluate.py is the command line: the pipeline below it never reaches back up into it."""
+    assert {name for name, imports in import_graph().items() if "whichstage.evaluate" in imports} == \
+        {"whichstage.cli"}
+
+
 def too_long() -> dict[str, int]:
     """The package's modules over MAX_LINES lines, with their lengths."""
     lengths = {module_name(p): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
