@@ -1,5 +1,6 @@
 """The public Python API (`import whichstage`, docs/api.md): what it exports, that importing it is light, and
 that it returns what the commands print and write."""
+import gc
 import json
 import subprocess
 import sys
@@ -53,6 +54,14 @@ def test_a_replay_returns_the_first_failures_the_command_reports(here):
     for report in reports:
         name = "+".join(["docs-assistant", report["key"]["model"], report["key"]["embedder"], report["key"]["judge"]])
         assert first_failures(report) == first_failures(written[name])
+
+
+def test_a_run_in_this_process_leaves_the_garbage_collector_as_it_was(here):
+    from whichstage import evaluate
+
+    before = gc.get_threshold()
+    assert evaluate.main(["--quiet"]) == 0
+    assert gc.get_threshold() == before
 
 
 def test_a_replay_takes_a_loaded_project_and_a_split(here):

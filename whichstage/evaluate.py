@@ -7,7 +7,6 @@
 whichstage/pipeline.py.
 """
 import argparse
-import gc
 import sys
 import textwrap
 from pathlib import Path
@@ -47,8 +46,6 @@ exit codes:
 
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # Rows are many long-lived objects with few cycles: the default thresholds rescan them all, often.
-    gc.set_threshold(50_000, 20, 100)
     if argv[:1] == ["init"]:
         from whichstage.init import main as init_main
 
