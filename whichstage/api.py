@@ -47,16 +47,11 @@ def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
 
 def compare_runs(a: Union[Report, Folder], b: Union[Report, Folder]) -> dict:
     """What `whichstage compare A B` prints, as data: the cases B fixed, broke or moved, and the exact McNemar
-    tests overall and per stage. `a` and `b` are reports or their JSON files."""
+    tests overall and per stage. `a` and `b` are reports (as replay returns them) or their JSON files."""
     from whichstage import compare
 
-    def report(given: Union[Report, Folder]) -> dict:
-        if isinstance(given, dict):
-            compare.check_report(given)
-            return given
-        return compare.load_report(str(given))
-
-    return compare.comparison(report(a), report(b))
+    reports = [given if isinstance(given, dict) else compare.load_report(str(given)) for given in (a, b)]
+    return compare.comparison(*reports)
 
 
 def calibrate_judge(project_or_folder: Union[Loaded, Folder] = ".", *, live: bool = False,
