@@ -16,7 +16,9 @@ import pytest
 from whichstage import judging
 from whichstage.cassette import Cassette, RecordingError, Stale
 from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, untimed
-from whichstage.evaluate import evaluate, header
+from whichstage.pipeline import evaluate
+from whichstage.recording import Live
+from whichstage.run_files import header
 from whichstage.report import markdown
 from whichstage.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, \
     tool_verdict
@@ -107,7 +109,7 @@ def search_output(*pages: str) -> dict:
 
 def test_a_row_ranks_each_search_of_its_trace_on_its_own():
     """Through evaluate's own row: two searches, the expected page first in the second one."""
-    from whichstage import evaluate as module
+    from whichstage import rows as module
     from whichstage.cassette import ABSENT
 
     trace = {"answer": "a", "usage": {}, "agent_s": 0.1,
@@ -390,7 +392,7 @@ def test_a_torn_last_journal_line_is_dropped_and_the_rest_kept(tmp_path):
 def test_replay_reproduces_the_saved_report():
     cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
     report = evaluate(offline_inputs(), cassette,
-                      judge=lambda: pytest.fail("a replay needs no judge"))
+                      live=Live(judge=lambda: pytest.fail("a replay needs no judge")))
     assert report == json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert markdown(report) + "\n" == (HERE / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
     from whichstage.html_report import html
@@ -659,7 +661,7 @@ def test_another_judge_never_replaces_the_recording_of_this_one(live_project, mo
     monkeypatch.setenv("GEMINI_API_KEY", "")
     assert evaluate_main("--live", "--quiet") == 2  # no key: refused before any call
     assert snapshot(live_project) == before
-    from whichstage import evaluate as module
+    from whichstage import run_files as module
     assert module.run_name(CASES_NAME, "rules", "hash", "gemini-judge") != OFFLINE_RUN
 
 

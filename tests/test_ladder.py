@@ -13,7 +13,7 @@ from whichstage.baseline import check, from_report
 from whichstage.cassette import ABSENT, Cassette
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, load_project
 from whichstage.entries import Inputs, agent_entry
-from whichstage.evaluate import header
+from whichstage.run_files import header
 
 HERE = Path(__file__).parent.parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage import evaluate, pipeline
 from whichstage.cassette import Cassette, write_atomic
 from conftest import OFFLINE, OFFLINE_RUN
 from whichstage import capture
@@ -399,7 +399,7 @@ def test_a_stale_message_stays_one_readable_line_however_many_runs_are_stale(tmp
     cassette = Cassette.__new__(Cassette)
     cassette.path = tmp_path / "x.json"
     stale = {f"case-{c}": {f"question changed in run {r}": None for r in range(2, 2002)} for c in range(40)}
-    text = evaluate.stale_message(cassette, stale, 50)
+    text = pipeline.stale_message(cassette, stale, 50)
     assert len(text) - len(str(cassette.path)) < 650 and "\n" not in text
     assert "and 1,997 more" in text and "and 35 more cases" in text
 

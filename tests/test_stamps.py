@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage import evaluate, pipeline
 from conftest import OFFLINE, OFFLINE_RUN
 from whichstage import shapes
 
@@ -73,7 +73,7 @@ def test_a_byte_changed_after_the_stamp_is_checked_again_and_refused_naming_the_
 def test_a_stamp_made_by_another_check_is_not_trusted(offline, checks, monkeypatch):
     assert evaluate.main(["--quiet"]) == 0
     checks[:] = []
-    monkeypatch.setattr(evaluate, "code_of", lambda module: "an edited shapes.py")
+    monkeypatch.setattr(pipeline, "code_of", lambda module: "an edited shapes.py")
     assert evaluate.main(["--quiet"]) == 0
     assert len(checks) == entries_in(offline)
 

@@ -1,1 +1,29 @@
-"""The harness: reading a project, running its agent, recording, scoring, judging and reporting."""
+"""whichstage: evaluate a LangChain agent stage by stage and name each case's first failing stage.
+
+The public API (docs/api.md) is `__all__`; every other module is private. Names load on first use, so
+`import whichstage` imports no model library.
+"""
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "Case", "Trace", "Row", "Report"]
+_HOME = {"load_project": "api", "replay": "api", "record": "api", "compare_runs": "api", "calibrate_judge": "api",
+         "Case": "typed", "Trace": "typed", "Row": "typed", "Report": "typed"}
+
+if TYPE_CHECKING:
+    from whichstage.api import calibrate_judge, compare_runs, load_project, record, replay
+    from whichstage.typed import Case, Report, Row, Trace
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use."""
+    if name not in _HOME:
+        raise AttributeError(f"module 'whichstage' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"whichstage.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

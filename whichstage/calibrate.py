@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from whichstage.cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
-from whichstage.evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
+from whichstage.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED
+from whichstage.pipeline import Interrupted, stale_message
 from whichstage import agreement as agree
 from whichstage import console, criteria
 from whichstage.criteria import Criterion
-from whichstage.calibration_status import gating_metrics, own_thresholds
+from whichstage.calibration_status import own_thresholds
+from whichstage.judging import gating_metrics
 from whichstage.dataset import InputError, load_calibration
 from whichstage.entries import judge_identity, sha, verdict_deps
 from whichstage.live_calls import (CallFailed, Pool, Progress, SigtermAsInterrupt, add_live_options, check_live_options,
@@ -231,6 +233,45 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def run_calibration(project, live: bool = False, rerecord: bool = False, concurrency: int = 1,
+                    quiet: bool = True) -> dict:
+    """Judge the labelled cases of `project` (a whichstage.project.Project; live: what is missing or stale), write
+    runs/calibration+<judge>.json and return it. Ctrl-C raises Interrupted, saying what was kept."""
+    from whichstage import project as projects
+    from whichstage import providers
+
+    if project.calibration is None:
+        raise InputError(f"{projects.CONFIG}: calibration: not set: name the labelled cases' file, "
+                         "calibration = \"calibration-cases.json\"")
+    folder, cases = project.folder, load_calibration(project)
+    if live:
+        judge = judge_name()
+        providers.preflight([judge])
+    else:
+        judge = recorded_judge(folder)
+    tape = Cassette(recording_path(folder, judge), {"judge": judge}, live, rerecord=rerecord,
+                    check=lambda entry, value: verdict_problem(value))
+    try:
+        progress = Progress(len(cases["cases"]) * REPEATS, "calibration", quiet or not live)
+        for note in tape.notes:
+            progress.log(note)
+        try:
+            result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), concurrency,
+                               progress, project.criteria, project.threshold_of)
+        finally:
+            progress.close()
+        if tape.live and not result["errors"]:
+            tape.save()
+        elif tape.live:
+            tape.incomplete(f"{cases_text(result['errors'])} errored")
+        write_if_changed(folder / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
+    except KeyboardInterrupt:
+        raise Interrupted(f"{tape.computed} new scores are kept in {shown(tape.journal)}") from None
+    finally:
+        tape.close()
+    return result
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
                                      epilog="The judge is DOCS_JUDGE (rules for models as in evaluate.py --help). "
@@ -248,34 +289,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     from whichstage import project as projects
     from whichstage import providers
 
-    tape, terminated = None, SigtermAsInterrupt()
+    terminated = SigtermAsInterrupt()
     try:
-        project = projects.load(Path(args.project or "."))
-        if project.calibration is None:
-            raise InputError(f"{projects.CONFIG}: calibration: not set: name the labelled cases' file, "
-                             "calibration = \"calibration-cases.json\"")
-        folder = project.folder
-        cases = load_calibration(project)
-        if args.live:
-            judge = judge_name()
-            providers.preflight([judge])
-        else:
-            judge = recorded_judge(folder)
-        tape = Cassette(recording_path(folder, judge), {"judge": judge}, args.live, rerecord=args.rerecord,
-                        check=lambda entry, value: verdict_problem(value))
-        progress = Progress(len(cases["cases"]) * REPEATS, "calibration", args.quiet or not args.live)
-        for note in tape.notes:
-            progress.log(note)
-        try:
-            result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), args.concurrency,
-                               progress, project.criteria, project.threshold_of)
-        finally:
-            progress.close()
-        if tape.live and not result["errors"]:
-            tape.save()
-        elif tape.live:
-            tape.incomplete(f"{cases_text(result['errors'])} errored")
-        write_if_changed(folder / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
+        result = run_calibration(projects.load(Path(args.project or ".")), args.live, args.rerecord,
+                                 args.concurrency, args.quiet)
     except (InputError, RecordingError, providers.ProviderError) as e:
         print(f"calibrate.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -283,15 +300,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"calibrate.py: {shown(e.filename) if e.filename else 'output'}: cannot write: {e.strerror or e}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        kept = f"; {tape.computed} new scores are kept in {shown(tape.journal)}" if tape else ""
+    except (KeyboardInterrupt, Interrupted) as e:
+        kept = f"; {e}" if isinstance(e, Interrupted) else ""
         print(f"calibrate.py: {'terminated' if terminated else 'interrupted'}{kept}; run --live again to finish",
               file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-        if tape is not None:
-            tape.close()
     stopped = console.write_stdout(table(result), command="calibrate.py")
     if stopped is not None:
         return stopped

@@ -6,27 +6,15 @@ calibrated. The figures are recomputed from the report's rows (whichstage/agreem
 calibrate.py applies today, not the one that wrote the file.
 """
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from whichstage.cassette import RecordingError, read_json, shown
 from whichstage import agreement as agree
-from whichstage.judging import judged_metrics, stage_of
+from whichstage.judging import gating_metrics, stage_of
 from whichstage.run_files import CALIBRATION_PREFIX, file_part
-from whichstage.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD
+from whichstage.stages import THRESHOLD
 
 NOT_RECORDED = "judge not calibrated: no calibration recording for it"
-
-
-def gating_metrics(criteria: Iterable[str] = ()) -> list[str]:
-    """The metrics exactly as evaluate.py runs them for a stage that gates, then the project's own `criteria`
-    (their names): each gates its stage, so each is calibrated like the others."""
-    built_in = [m for m in judged_metrics(["context"], facts=True) if stage_of(m) in STAGES]
-    return built_in + BEHAVIOUR_JUDGED + list(criteria)
-
-
-def calibrated_metrics(criteria: Iterable[str] = ()) -> list[str]:
-    """The metrics a labelled row may name: the gating ones and default faithfulness, which informs."""
-    return ["faithfulness", *gating_metrics(criteria)]
 
 
 def report_path(folder: Path, judge: str) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from whichstage.dataset import InputError
+from whichstage.hashes import sha
 from whichstage.judging import BEHAVIOUR_STEPS, METRIC_NAMES, Measure, measure
 from whichstage.stages import JUDGED, STAGES, THRESHOLD
 
@@ -39,6 +40,13 @@ def fail(key: str, message: str) -> InputError:
     return InputError(f"evals.toml: {key}: {message}")
 
 
+def score_threshold(value: Any, key: str) -> float:
+    """A threshold: a number from 0 to 1, the score at or above which a judged stage passes."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise fail(key, f"expected a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
 def parse(tables: Any, default: float = THRESHOLD) -> list[Criterion]:
     """The `criteria` table of evals.toml, in the order it declares them; a criterion without its own threshold
     takes `default` (the project's `threshold`)."""
@@ -63,8 +71,6 @@ def criterion(name: str, table: Any, default: float = THRESHOLD) -> Criterion:
     if not isinstance(rubric, str) or not rubric.strip():
         raise fail(f"{at}.rubric", "missing: say what a good answer does, as a sentence the judge reads"
                    if rubric is None else f"expected a non-empty string, got {rubric!r}")
-    from whichstage.project import score_threshold
-
     threshold = score_threshold(table["threshold"], f"{at}.threshold") if "threshold" in table else default
     return Criterion(name, rubric.strip(), threshold, reads_of(at, table.get("reads", list(DEFAULT_READS))))
 
@@ -123,8 +129,6 @@ def applies(c: Criterion, context: list[str]) -> bool:
 def verdict_deps(c: Criterion, judge: dict, hashed: dict[str, str]) -> dict:
     """What one criterion verdict depends on: the criterion, the judge (entries.judge_identity) and the hash of
     each field it reads (`hashed`, as entries.field_hashes gives them)."""
-    from whichstage.entries import sha
-
     return {"metric": c.name, "criterion": sha(c.definition()), **judge, **{f: hashed[f] for f in c.reads}}
 
 
@@ -149,8 +153,6 @@ def row_part(criteria: list[Criterion]) -> dict:
 def key_part(criteria: list[Criterion]) -> dict:
     """What a report's key says of the criteria, so a baseline measured with other ones is refused: the hash of
     each one's definition and threshold; nothing without any."""
-    from whichstage.entries import sha
-
     return {"criteria": sha({c.name: {**c.definition(), "threshold": c.threshold} for c in criteria})} \
         if criteria else {}
 

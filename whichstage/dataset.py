@@ -217,7 +217,7 @@ def load_calibration(project) -> dict:
     cases = read(path, label)
     validated.check(path, "CalibrationSet", cases, label)
     unique_ids(label, cases["cases"], "cases")
-    from whichstage.calibration_status import calibrated_metrics
+    from whichstage.judging import calibrated_metrics
 
     known = calibrated_metrics(c.name for c in project.criteria)
     for i, case in enumerate(cases["cases"]):

@@ -29,17 +29,9 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, Optional
 
-from whichstage import json_text, trace as traces
+from whichstage import trace as traces
+from whichstage.hashes import sha
 from whichstage.judging import OWN_METRICS, READS, judged_metrics, stage_of
-
-
-_SORTED = json_text.encoder(sort_keys=True)  # json.dumps(value, sort_keys=True)
-
-
-def sha(value) -> str:
-    """Content hash of any JSON value: the first 12 hex digits of the SHA-256 of json.dumps(value,
-    sort_keys=True)."""
-    return hashlib.sha256(_SORTED(value).encode()).hexdigest()[:12]
 
 
 class Inputs:

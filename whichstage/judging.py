@@ -3,9 +3,9 @@
 DeepEval is imported only inside the functions a live call runs, so a replay stays light.
 """
 import os
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
-from whichstage.stages import THRESHOLD
+from whichstage.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD
 
 # calibrate.py: default faithfulness passes a claim the judge calls borderline; strict mode counts it unsupported.
 STRICT_FAITHFULNESS = True
@@ -164,3 +164,15 @@ def judged_metrics(context: list[str], facts: bool = False) -> list[str]:
 def stage_of(metric: str) -> str:
     """The stage a metric's verdict is reported under: strict faithfulness is the faithfulness stage."""
     return "faithfulness" if metric == "faithfulness_strict" else metric
+
+
+def gating_metrics(criteria: Iterable[str] = ()) -> list[str]:
+    """The metrics exactly as evaluate.py runs them for a stage that gates, then the project's own `criteria`
+    (their names): each gates its stage, so each is calibrated like the others."""
+    built_in = [m for m in judged_metrics(["context"], facts=True) if stage_of(m) in STAGES]
+    return built_in + BEHAVIOUR_JUDGED + list(criteria)
+
+
+def calibrated_metrics(criteria: Iterable[str] = ()) -> list[str]:
+    """The metrics a labelled row may name: the gating ones and default faithfulness, which informs."""
+    return ["faithfulness", *gating_metrics(criteria)]

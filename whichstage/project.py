@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from whichstage import json_text
+from whichstage.criteria import score_threshold
 from whichstage.dataset import InputError, read
 from whichstage.stages import JUDGED, THRESHOLD
 
@@ -266,13 +267,6 @@ def check_specs(value: Any) -> list[str]:
         if spec in specs[:i]:
             raise fail(key, f"{spec!r} is listed twice")
     return specs
-
-
-def score_threshold(value: Any, key: str) -> float:
-    """A threshold: a number from 0 to 1, the score at or above which a judged stage passes."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
-        raise fail(key, f"expected a number from 0 to 1, got {value!r}")
-    return float(value)
 
 
 def stage_thresholds(value: Any) -> dict[str, float]:

@@ -1,12 +1,15 @@
-"""The recording loop of a live run: every missing or stale entry computed with bounded concurrency, a
-case's judge calls starting as soon as its trace exists, and each call's failure kept for its row."""
+"""The recording loop of a live run, a scheduler: every missing or stale entry computed with bounded
+concurrency, a case's judge calls starting as soon as its trace exists, and each call's failure kept for its
+row. It returns what it recorded; the pipeline (whichstage/pipeline.py) builds the report."""
 import threading
+from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from whichstage.cassette import ABSENT, Cassette
 from whichstage.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from whichstage.ladder import Rankers
 from whichstage.live_calls import CallFailed, Pool, timed, with_retries, write_line
+from whichstage.rows import case_row
 from whichstage.trace import Unreadable
 
 
@@ -31,20 +34,34 @@ def run_agent(agent, question: str, history: Optional[list[dict]] = None) -> dic
     return {**trace, "agent_s": took}
 
 
-def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable, concurrency: int,
-            progress, outcome: Callable[[dict, Optional[str]], Optional[str]],
-            counterfactual_agent: Optional[Callable[[dict], object]] = None, repeats: int = 1,
-            batch: Optional[Callable[[list], dict]] = None,
-            complete: Optional[Callable[[dict], Optional[dict]]] = None) -> dict[str, str]:
-    """Compute every missing entry with at most `concurrency` calls at once. Returns the error of each case
-    whose calls still failed after retries. `outcome(case, error)` names a finished case's first failure;
-    a case failing at retrieval then runs again with `counterfactual_agent(case)`, whose search returns
-    the case's expected pages, so only failing cases pay for that run. With `repeats`, every case runs that
-    many times, each run judged. `complete(case)` is the row of a case whose every entry is recorded and
-    current (None otherwise): such a case is not handed to the pool at all. With `batch(jobs)`, the judged metrics wait until the agents are done and
-    are measured together (whichstage/batch.py: [(name, measure)] -> name -> value or exception), then any
-    counterfactual runs they call for, and so on."""
-    pool, lock, errors, left, second, deferred = Pool(concurrency), threading.Lock(), {}, {}, set(), []
+@dataclass
+class Live:
+    """What a live run calls and how: the models, each built on its first call (`counterfactual_agent(case)`
+    searches the case's expected pages), the judge's batch API if any, the calls in flight and the progress."""
+    judge: Callable[[], object] = lambda: None
+    agent: Callable[[], object] = lambda: None
+    counterfactual_agent: Optional[Callable[[dict], object]] = None
+    batch: Optional[Callable[[list], dict]] = None
+    concurrency: int = 1
+    progress: object = field(default_factory=Quiet)
+
+
+@dataclass
+class Recorded:
+    """What a live run did: the error of each case whose calls still failed after retries, and the rows of the
+    cases it found complete (every entry recorded and current), which it did not schedule."""
+    errors: dict[str, str]
+    rows: dict[str, dict]
+
+
+def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) -> Recorded:
+    """Compute every missing entry with at most `live.concurrency` calls at once. A case failing at retrieval
+    then runs again with `live.counterfactual_agent`, so only failing cases pay for that run. With `repeats`,
+    every case runs that many times, each run judged. With `live.batch(jobs)`, the judged metrics wait until
+    the agents are done and are measured together (whichstage/batch.py: [(name, measure)] -> name -> value or
+    exception), then any counterfactual runs they call for, and so on."""
+    progress, done = live.progress, {}
+    pool, lock, errors, left, second, deferred = Pool(live.concurrency), threading.Lock(), {}, {}, set(), []
 
     def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
         """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
@@ -62,8 +79,8 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
             left[cid] -= 1
             if left[cid]:
                 return
-        first = outcome(case, errors.get(cid))
-        if first == "retrieval" and counterfactual_agent and cid not in second:
+        first = case_row(inputs, case, cassette, errors.get(cid))["first_failure"]
+        if first == "retrieval" and live.counterfactual_agent and cid not in second:
             with lock:
                 second.add(cid)
                 left[cid] += 1
@@ -72,18 +89,18 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
         progress.advance(first)
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
-        if batch is not None and name.startswith("judge/") and not cassette.has(name):
+        if live.batch is not None and name.startswith("judge/") and not cassette.has(name):
             if cassette.lookup(name, deps_of)[0] is ABSENT:
                 with lock:
                     deferred.append((case, name, deps_of, compute))
                 return  # measured with the others, in rounds
-        finish(case, record(name, deps_of, lambda: compute(judge()))[1])
+        finish(case, record(name, deps_of, lambda: compute(live.judge()))[1])
 
     def judge_deferred() -> None:
         jobs, found = list(deferred), {}
         deferred.clear()
         if jobs:
-            found = batch([(name, compute) for _, name, _, compute in jobs])
+            found = live.batch([(name, compute) for _, name, _, compute in jobs])
         for case, name, deps_of, _ in jobs:
             value = found.get(name)
             if isinstance(value, BaseException):
@@ -94,9 +111,9 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
 
     def agent_step(case: dict, variant: str = "") -> None:
         if variant == EXPECTED_PAGES:
-            deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: counterfactual_agent(case)
+            deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: live.counterfactual_agent(case)
         else:
-            deps, build = inputs.agent_deps(case), agent
+            deps, build = inputs.agent_deps(case), live.agent
         trace, error = record(agent_entry(case, variant), deps,
                               lambda: run_agent(build(), case["question"], case.get("history")))
         if trace is None:
@@ -112,13 +129,22 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
             pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
         finish(case, None)
 
+    def current_row(case: dict) -> Optional[dict]:
+        """The row of a case whose every entry is recorded and current: nothing to call, nothing to redo."""
+        if repeats > 1:
+            return None
+        missing: dict = {}
+        row = case_row(inputs, case, cassette, None, missing)
+        return None if missing else row
+
     rankers = Rankers(inputs)  # the retrieval ladder's rankings: no trace needed
 
     def tasks():
         """Each case's runs and rankings, drawn by the pool one at a time as workers free up."""
         for case in inputs.cases["cases"]:
-            row = complete(case) if complete else None
+            row = current_row(case)
             if row is not None:
+                done[case["id"]] = row
                 progress.advance(row["first_failure"])
                 continue
             rungs = rankers.entries(case)
@@ -131,11 +157,11 @@ def collect(inputs: Inputs, cassette: Cassette, judge: Callable, agent: Callable
 
     pool.feed(tasks())
     pool.run()
-    while batch is not None and (deferred or pool.added):
+    while live.batch is not None and (deferred or pool.added):
         judge_deferred()  # may call for counterfactual runs: the next phase runs them, then their metrics
         if pool.added:
-            waiting, pool = list(pool.added), Pool(concurrency)
+            waiting, pool = list(pool.added), Pool(live.concurrency)
             for task in waiting:
                 pool.submit(task)
             pool.run()
-    return errors
+    return Recorded(errors, done)

@@ -81,8 +81,6 @@ def _replay(project: Path, model: Optional[str], split: str) -> Union[list[CaseR
 
 def _reports(project: Path, model: Optional[str], split: str) -> list[dict]:
     """Each recorded run's report, replayed as `whichstage run` replays it."""
-    from whichstage import project as projects
-    from whichstage.evaluate import replay
-    from whichstage.inputs import load_inputs
+    from whichstage.api import replay
 
-    return replay(load_inputs(projects.load(project)), model, split)
+    return replay(project, split=split, model=model)

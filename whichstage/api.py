@@ -1,0 +1,65 @@
+"""The Python API `import whichstage` offers (docs/api.md): the commands' own code, returning data instead of
+printing it. Reports are returned, not written to runs/; recordings are read and written as by the commands."""
+from pathlib import Path
+from typing import Optional, Union
+
+from whichstage.inputs import Loaded
+from whichstage.live_calls import DEFAULT_CONCURRENCY
+from whichstage.typed import Report
+
+Folder = Union[str, Path]
+
+
+def load_project(folder: Folder = ".") -> Loaded:
+    """The project in `folder` (its evals.toml) with its cases, pages and records read and checked; bad input
+    raises whichstage.dataset.InputError, one line naming the file and the field."""
+    from whichstage import project
+    from whichstage.inputs import load_inputs
+
+    return load_inputs(project.load(Path(folder)))
+
+
+def loaded(project_or_folder: Union[Loaded, Folder]) -> Loaded:
+    """A project as load_project returns it, from itself or its folder."""
+    return project_or_folder if isinstance(project_or_folder, Loaded) else load_project(project_or_folder)
+
+
+def replay(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev",
+           model: Optional[str] = None) -> list[Report]:
+    """The report of `split` ("dev", "holdout" or "all") of every recorded run (of `model` alone if given),
+    offline; a stale recording raises whichstage.cassette.RecordingError saying what changed."""
+    from whichstage import pipeline
+
+    return pipeline.replay(loaded(project_or_folder), model, split)
+
+
+def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev", model: Optional[str] = None,
+           concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> Report:
+    """`--live`: call the models (`model` or DOCS_MODEL, DOCS_EMBEDDER, DOCS_JUDGE) for every entry missing or
+    stale, save the recording once every call succeeded, and return the report of `split`."""
+    from whichstage import pipeline
+    from whichstage.providers import chat_model_name
+
+    report, _, _ = pipeline.record(loaded(project_or_folder), model or chat_model_name(), concurrency, rerecord,
+                                   quiet, split)
+    return report
+
+
+def compare_runs(a: Union[Report, Folder], b: Union[Report, Folder]) -> dict:
+    """What `whichstage compare A B` prints, as data: the cases B fixed, broke or moved, and the exact McNemar
+    tests overall and per stage. `a` and `b` are reports (as replay returns them) or their JSON files."""
+    from whichstage import compare
+
+    reports = [given if isinstance(given, dict) else compare.load_report(str(given)) for given in (a, b)]
+    return compare.comparison(*reports)
+
+
+def calibrate_judge(project_or_folder: Union[Loaded, Folder] = ".", *, live: bool = False,
+                    concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> dict:
+    """`whichstage calibrate`: the judge's agreement with the project's hand-labelled cases, per metric, as
+    written to runs/calibration+<judge>.json (`live`: judge what is missing or stale first)."""
+    from whichstage import calibrate, project
+
+    found = project_or_folder.project if isinstance(project_or_folder, Loaded) else project.load(
+        Path(project_or_folder))
+    return calibrate.run_calibration(found, live, rerecord, concurrency, quiet)
