@@ -5,7 +5,8 @@ import json
 import pytest
 
 from whichstage import evaluate
-from whichstage.cassette import Cassette, hold
+from whichstage.cassette import Cassette, Mode
+from whichstage.cassette.lock import hold
 from conftest import OFFLINE_RUN, quick_standin
 from whichstage import capture, judging, providers
 
@@ -109,23 +110,23 @@ def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(li
 
 def test_a_run_resumed_after_an_incomplete_one_and_then_interrupted_says_interrupted(tmp_path):
     path = tmp_path / "tape.json"
-    first = Cassette(path, {"model": "m"}, live=True)
+    first = Cassette(path, {"model": "m"}, Mode.LIVE)
     first.get("a", lambda value: {}, lambda: 1)
     first.incomplete("1 case errored")
     first.close()
-    second = Cassette(path, {"model": "m"}, live=True)
+    second = Cassette(path, {"model": "m"}, Mode.LIVE)
     second.get("b", lambda value: {}, lambda: 2)
     second.close()  # killed: no end noted
-    third = Cassette(path, {"model": "m"}, live=True)
+    third = Cassette(path, {"model": "m"}, Mode.LIVE)
     assert third.notes == [f"resuming: 2 entries from an interrupted run are kept (in {third.journal})"]
 
 
 def test_one_entry_is_counted_in_the_singular(tmp_path):
     path = tmp_path / "tape.json"
-    first = Cassette(path, {"model": "m"}, live=True)
+    first = Cassette(path, {"model": "m"}, Mode.LIVE)
     first.get("a", lambda value: {}, lambda: 1)
     first.close()
-    resumed = Cassette(path, {"model": "m"}, live=True)
+    resumed = Cassette(path, {"model": "m"}, Mode.LIVE)
     assert resumed.notes == [f"resuming: 1 entry from an interrupted run is kept (in {resumed.journal})"]
 
 

@@ -1,5 +1,5 @@
 """A recording whose very bytes passed the shape checks once is read unchecked until a byte of it, the check or
-the reader changes; a run that did not read every entry, or read one only json reads, stamps nothing."""
+the reader changes; one without such a stamp is checked whole when opened, and stamped."""
 import json
 import shutil
 from pathlib import Path
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
+from whichstage.cassette import Cassette, Mode
 from conftest import OFFLINE, OFFLINE_RUN
 from whichstage import shapes
 
@@ -46,7 +47,7 @@ def reports(project: Path) -> dict:
     return {p.name: p.read_bytes() for p in sorted((project / "runs").iterdir())}
 
 
-def test_a_replay_that_read_every_entry_stamps_it_and_the_next_replay_reads_it_unchecked(offline, checks):
+def test_a_replay_checks_every_entry_stamps_the_recording_and_the_next_replay_reads_it_unchecked(offline, checks):
     assert not stamp_of(offline).exists()
     assert evaluate.main(["--quiet"]) == 0
     assert len(checks) == entries_in(offline) and stamp_of(offline).exists()
@@ -78,21 +79,20 @@ def test_a_stamp_made_by_another_check_is_not_trusted(offline, checks, monkeypat
     assert len(checks) == entries_in(offline)
 
 
-def test_a_run_of_some_cases_stamps_nothing(offline):
+def test_a_run_of_some_cases_checks_the_whole_recording_once_and_stamps_it(offline, checks):
     assert evaluate.main(["--quiet", "--case", "backup"]) == 0
-    assert not stamp_of(offline).exists()
+    assert len(checks) == entries_in(offline) and stamp_of(offline).exists()
 
 
-def test_an_entry_only_json_reads_leaves_the_recording_unstamped(offline, checks):
+def test_an_entry_only_json_reads_exactly_reads_the_same_once_stamped(offline, checks):
     path = recording_of(offline)  # a count beyond 64 bits: orjson would read a float, so json reads the entry
     text = path.read_text()
     assert text.count('"input_tokens": ') >= 1
     path.write_text(text.replace('"input_tokens": ', '"input_tokens": 123456789012345678901', 1))
+    assert evaluate.main(["--quiet"]) == 0 and stamp_of(offline).exists()
+    before, checks[:] = reports(offline), []
     assert evaluate.main(["--quiet"]) == 0
-    assert not stamp_of(offline).exists()
-    checks[:] = []
-    assert evaluate.main(["--quiet"]) == 0
-    assert len(checks) == entries_in(offline)
+    assert checks == [] and reports(offline) == before
 
 
 def test_a_live_run_that_writes_the_recording_stamps_what_it_wrote(live_project, checks):
@@ -110,17 +110,10 @@ def test_a_live_run_with_nothing_to_do_stamps_the_file_it_read_whole(live_projec
     assert len(checks) == entries_in(live_project) and stamp_of(live_project).exists()
 
 
-def test_a_live_run_of_some_cases_that_writes_the_recording_stamps_nothing(live_project):
-    assert evaluate.main(["--live", "--rerecord", "--case", "backup", "--quiet"]) == 0  # the others kept unread
-    assert not stamp_of(live_project).exists()
-
-
-def test_a_live_run_that_rewrites_a_file_it_read_whole_checks_what_it_writes(live_project):
-    path = recording_of(live_project)  # read as one JSON document, not line by line: its entries as objects
-    data = json.loads(path.read_text())
-    del data["entries"]["tools/backup"]  # one entry to record again, so the file is written
-    data["entries"]["agent/backup"]["value"]["usage"]["input_tokens"] = 123456789012345678901  # orjson: a float
-    path.write_text(json.dumps(data))
-    assert evaluate.main(["--live", "--quiet"]) == 0
-    assert "tools/backup" in json.loads(path.read_text())["entries"]
-    assert not stamp_of(live_project).exists()
+def test_a_written_recording_with_an_entry_that_fails_the_check_is_not_stamped(tmp_path):
+    stamp = tmp_path / "stamp"
+    tape = Cassette(tmp_path / "r.json", {"model": "m"}, Mode.LIVE, check=lambda entry, value: value.get("wrong"),
+                    stamp=("v1", stamp))
+    tape.get("a", lambda value: {}, lambda: {"answer": "fine"})
+    tape.get("b", lambda value: {}, lambda: {"wrong": "answer: expected a string"})
+    assert tape.save() and not stamp.exists()

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from whichstage.cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
+from whichstage.cassette import ABSENT, Cassette, Mode, RecordingError, printable_stdout, read_recording, shown
 from whichstage.evaluate import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, stale_message
 from whichstage import agreement as agree
 from whichstage import console, criteria
@@ -261,7 +261,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             providers.preflight([judge])
         else:
             judge = recorded_judge(folder)
-        tape = Cassette(recording_path(folder, judge), {"judge": judge}, args.live, rerecord=args.rerecord,
+        tape = Cassette(recording_path(folder, judge), {"judge": judge}, Mode.of(args.live, args.rerecord),
                         check=lambda entry, value: verdict_problem(value))
         progress = Progress(len(cases["cases"]) * REPEATS, "calibration", args.quiet or not args.live)
         for note in tape.notes:

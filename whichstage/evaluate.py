@@ -16,8 +16,8 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from whichstage.cassette import (ABSENT, Cassette, RecordingError, code_of, entry_count, printable_stdout, read_key,
-                      read_recording, shown, write_atomic)
+from whichstage.cassette import (ABSENT, Cassette, Mode, RecordingError, code_of, entry_count, printable_stdout,
+                                  read_key, read_recording, shown, write_atomic)
 from whichstage import checks as own_checks, console, criteria, ladder, shapes
 from whichstage.dataset import InputError
 from whichstage.inputs import Loaded, load_inputs
@@ -226,11 +226,10 @@ def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Op
     reports, name = [], loaded.cases["name"]
     for path in replay_targets(loaded.project.folder, name, model, judge):
         names = read_key(path)
-        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False,
+        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), Mode.REPLAY,
                             **checks(path, loaded.project.folder))
         reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
-        cassette.remember_checked()
     return reports
 
 
@@ -301,7 +300,7 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             if source.exists():
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
-    cassette = Cassette(path, head, live=True, rerecord=rerecord, predict=predict, also=also,
+    cassette = Cassette(path, head, Mode.of(True, rerecord), predict=predict, also=also,
                         **checks(path, loaded.project.folder))
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
