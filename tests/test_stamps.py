@@ -84,16 +84,6 @@ def test_a_run_of_some_cases_checks_the_whole_recording_once_and_stamps_it(offli
     assert len(checks) == entries_in(offline) and stamp_of(offline).exists()
 
 
-def test_an_entry_only_json_reads_exactly_reads_the_same_once_stamped(offline, checks):
-    path = recording_of(offline)  # a count beyond 64 bits: orjson would read a float, so json reads the entry
-    text = path.read_text()
-    assert text.count('"input_tokens": ') >= 1
-    path.write_text(text.replace('"input_tokens": ', '"input_tokens": 123456789012345678901', 1))
-    assert evaluate.main(["--quiet"]) == 0 and stamp_of(offline).exists()
-    before, checks[:] = reports(offline), []
-    assert evaluate.main(["--quiet"]) == 0
-    assert checks == [] and reports(offline) == before
-
 
 def test_a_live_run_that_writes_the_recording_stamps_what_it_wrote(live_project, checks):
     shutil.rmtree(live_project / "recordings")
@@ -117,3 +107,12 @@ def test_a_written_recording_with_an_entry_that_fails_the_check_is_not_stamped(t
     tape.get("a", lambda value: {}, lambda: {"answer": "fine"})
     tape.get("b", lambda value: {}, lambda: {"wrong": "answer: expected a string"})
     assert tape.save() and not stamp.exists()
+
+
+def test_a_number_only_json_reads_exactly_reads_back_the_same_from_a_stamped_recording(tmp_path):
+    path, stamp = tmp_path / "r.json", ("v1", tmp_path / "stamp")  # beyond 64 bits: orjson would read a float
+    live = Cassette(path, {"model": "m"}, Mode.LIVE, check=lambda entry, value: None, stamp=stamp)
+    live.get("a", lambda value: {}, lambda: {"tokens": 123456789012345678901})
+    assert live.save() and stamp[1].exists()
+    replay = Cassette(path, {"model": "m"}, Mode.REPLAY, check=lambda entry, value: None, stamp=stamp)
+    assert replay.get("a", lambda value: {}) == {"tokens": 123456789012345678901}
