@@ -300,7 +300,7 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             if source.exists():
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
-    cassette = Cassette(path, head, Mode.of(True, rerecord), predict=predict, also=also,
+    cassette = Cassette(path, head, Mode.RERECORD if rerecord else Mode.LIVE, predict=predict, also=also,
                         **checks(path, loaded.project.folder))
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:

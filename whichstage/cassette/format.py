@@ -120,7 +120,8 @@ def dumps_recording(key: dict, entries: dict) -> str:
     a diff shows the entries that changed and a large recording stays small and quick to read."""
     lines = ",\n".join(f"  {json.dumps(name)}: {item if isinstance(item, str) else json.dumps(item)}"
                         for name, item in entries.items())
-    return f'{HEAD}{json.dumps(key)}{TAIL}{lines}\n}}}}\n' if entries else f'{HEAD}{json.dumps(key)}, "entries": {{}}}}\n'
+    head = f"{HEAD}{json.dumps(key)}"
+    return f"{head}{TAIL}{lines}\n}}}}\n" if entries else f'{head}, "entries": {{}}}}\n'
 
 
 def dump_entry(value: Any) -> Any:

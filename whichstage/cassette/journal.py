@@ -102,18 +102,25 @@ def resume(path: Path, key: dict, check: Optional[Check], notes: list[str]) -> O
         kept = aside(path, "damaged", damaged)
         whole = [found["first"]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
         write_atomic(path, "".join(line + "\n" for line in whole))
-        notes.append(f"kept aside {shown(kept)}: {len(damaged)} damaged line{'' if len(damaged) == 1 else 's'} "
-                     f"of {shown(path)}; its other {entry_count(len(entries))} {'is' if len(entries) == 1 else 'are'} kept")
-    return {"rerecord": meta.get("rerecord", False), "entries": entries, "ended": found["ended"]}
+        lines, others = f"line{'' if len(damaged) == 1 else 's'}", entry_count(len(entries))
+        notes.append(f"kept aside {shown(kept)}: {len(damaged)} damaged {lines} of {shown(path)}; its other {others} "
+                     f"{'is' if len(entries) == 1 else 'are'} kept")
+    return resumable(found)
 
 
-def planned(path: Path, key: dict, check: Optional[Check]) -> Optional[dict]:
-    """What resume would keep of the journal, read only, for a plan: nothing is kept aside, rewritten or
-    removed (the run it plans will do that)."""
+def resumable(found: dict) -> dict:
+    """Of a journal read (read_journal) under the right header: its entries, how its run ended, and whether
+    that run was a --rerecord."""
+    return {"rerecord": found["meta"].get("rerecord", False), "entries": found["entries"], "ended": found["ended"]}
+
+
+def usable(path: Path, key: dict, check: Optional[Check]) -> Optional[dict]:
+    """What resume would keep of the journal, read only (for a plan, or another recording's journal): nothing
+    is kept aside, rewritten or removed."""
     found = read_journal(path, check)
     if found is None or not isinstance(found["meta"], dict) or found["meta"].get("key") != key:
         return None
-    return {"rerecord": found["meta"].get("rerecord", False), "entries": found["entries"], "ended": found["ended"]}
+    return resumable(found)
 
 
 def append(path: Path, header: dict, entry: str, item: dict) -> None:

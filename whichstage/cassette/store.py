@@ -144,7 +144,7 @@ class Cassette:
             data = read_recording(path, self.check)
             if not key_changes(data["key"], key):
                 found.update(data["entries"])
-        kept = journal.planned(journal.journal_of(path), key, self.check)  # what it paid for and did not write
+        kept = journal.usable(journal.journal_of(path), key, self.check)  # what it paid for and did not write
         if kept is not None:
             found.update(kept["entries"])
         for name, item in found.items():
@@ -163,7 +163,7 @@ class Cassette:
         if self.predict is None:
             found = journal.resume(self.journal, self.key, self.check, self.notes)
         else:
-            found = journal.planned(self.journal, self.key, self.check)
+            found = journal.usable(self.journal, self.key, self.check)
         if self.mode is Mode.RERECORD:
             n = len(found["entries"]) if found else 0
             dropped = f"; the {entry_count(n)} {journal.left_by(found)} kept {'is' if n == 1 else 'are'} dropped" \
