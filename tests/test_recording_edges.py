@@ -1,11 +1,12 @@
 """The recording's edges: what a second judge reuses, who may write a recording at once, what a resuming run
 says of the run before it, what a grader-only edit costs, and which pages a stale replay names."""
 import json
+import os
 
 import pytest
 
 from whichstage import evaluate
-from whichstage.cassette import Cassette, Mode
+from whichstage.cassette import Cassette, Mode, RecordingError
 from whichstage.cassette.lock import hold
 from conftest import OFFLINE_RUN, quick_standin
 from whichstage import capture, judging, providers
@@ -91,6 +92,24 @@ def test_a_live_run_refuses_while_a_merge_holds_the_recording(live_project, caps
     finally:
         merging.close()
     assert f"{OFFLINE_RUN}.json: a merge of its shards is writing it (pid " in capsys.readouterr().err
+
+
+def test_a_lock_held_elsewhere_as_an_older_portalocker_says_it_names_its_holder(tmp_path, monkeypatch):
+    import errno
+
+    import portalocker
+
+    from whichstage.cassette import lock
+
+    path = tmp_path / "tape.json"
+    holding = hold(path, "merge")
+    holding.close()  # its holder's line stays in the lock file
+
+    def held(handle, flags):  # portalocker 2: contention as a plain LockException, the system's error its cause
+        raise portalocker.LockException("locked") from OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+    monkeypatch.setattr(lock.portalocker, "lock", held)
+    with pytest.raises(RecordingError, match=rf"tape\.json: a merge of its shards is writing it \(pid {os.getpid()}, "):
+        hold(path)
 
 
 # ---- what a resuming run says of the last one ------------------------------------------------------------
