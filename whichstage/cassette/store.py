@@ -98,15 +98,23 @@ class Cassette:
         self.lock = threading.Lock()
         self.held = None  # the open lock file of a live run
         if mode is Mode.REPLAY:
-            data = read_recording(self.path, check, lazy=True)
-            changed = key_changes(data["key"], self.key)
-            if changed:
-                raise RecordingError(f"{shown(self.path)}: recording is stale: "
-                                     + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
-            self._vouch(data)
-            self.recorded = data["entries"]
-            return
-        if predict is None:
+            self._open_replay()
+        else:
+            self._open_live(also)
+
+    def _open_replay(self) -> None:
+        """A replay reads the recording alone, and refuses it when recorded under another key."""
+        data = read_recording(self.path, self.check, lazy=True)
+        changed = key_changes(data["key"], self.key)
+        if changed:
+            raise RecordingError(f"{shown(self.path)}: recording is stale: "
+                                 + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
+        self._vouch(data)
+        self.recorded = data["entries"]
+
+    def _open_live(self, also: Optional[tuple[Path, dict]]) -> None:
+        """A live run takes the recording's lock (a plan does not), then starts from what was paid for."""
+        if self.predict is None:
             from whichstage.cassette.lock import hold  # portalocker: a replay takes no lock, and need not load it
 
             self.held = hold(self.path)
