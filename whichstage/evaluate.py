@@ -16,8 +16,8 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from whichstage.cassette import (ABSENT, Cassette, Mode, RecordingError, code_of, entry_count, printable_stdout,
-                                  read_key, read_recording, shown, write_atomic)
+from whichstage.cassette import (ABSENT, Cassette, Mode, RecordingError, entry_count, printable_stdout, read_key,
+                                  read_recording, shown, write_atomic)
 from whichstage import checks as own_checks, console, criteria, ladder, shapes
 from whichstage.dataset import InputError
 from whichstage.inputs import Loaded, load_inputs
@@ -215,11 +215,6 @@ def of_split(report: dict, split: str) -> dict:
 
 # ---- the command line ------------------------------------------------------------------------------------
 
-def checks(path: Path, folder: Path) -> dict:
-    """A recording's shape check, and where the stamp of a file that passed it goes: the project's .cache."""
-    return {"check": shapes.problem, "stamp": (code_of(shapes), folder / ".cache" / "checked" / path.stem)}
-
-
 def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None,
            judge: Optional[str] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
@@ -227,7 +222,7 @@ def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Op
     for path in replay_targets(loaded.project.folder, name, model, judge):
         names = read_key(path)
         cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), Mode.REPLAY,
-                            **checks(path, loaded.project.folder))
+                            check=shapes.problem)
         reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
     return reports
@@ -301,7 +296,7 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
     cassette = Cassette(path, head, Mode.RERECORD if rerecord else Mode.LIVE, predict=predict, also=also,
-                        **checks(path, loaded.project.folder))
+                        check=shapes.problem)
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)

@@ -1,6 +1,5 @@
 """The recording's file format: its key on the first line, then one entry a line, each {"deps": ..., "value": ...};
 written by dumps_recording, read whole (read_recording) or with each entry kept as its text (read_lines)."""
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -17,19 +16,16 @@ Check = Callable[[str, Any], Optional[str]]  # what is wrong with an entry's val
 
 def read_lines(path: Path) -> Optional[dict]:
     """A recording in the form dumps_recording writes, with each entry kept as its JSON text, to be parsed when
-    it is looked up (parse_item): a replay of a large recording never holds it all parsed at once. Also the
-    SHA-256 of the very text read (`digest`). None for a file of another layout."""
-    hashed = hashlib.sha256()
+    it is looked up (parse_item): a replay of a large recording never holds it all parsed at once. None for a
+    file of another layout."""
     try:
         with open(path, encoding="utf-8-sig") as f:
             first = f.readline()
             if not (first.startswith(HEAD) and first.endswith(TAIL)):
                 return None
             key = json.loads(first[len(HEAD):-len(TAIL)])
-            hashed.update(first.encode())
             entries, decode, line = {}, json.JSONDecoder().raw_decode, ""
             for line in f:
-                hashed.update(line.encode())
                 if not line.startswith(ENTRY_LINE):
                     break
                 name, at = decode(line, 2)
@@ -39,8 +35,7 @@ def read_lines(path: Path) -> Optional[dict]:
         return None
     if (line + rest).strip() != "}}" or not isinstance(key, dict) or key.get("format") != FORMAT:
         return None
-    hashed.update(rest.encode())
-    return {"key": key, "entries": entries, "lined": True, "digest": hashed.hexdigest()}
+    return {"key": key, "entries": entries, "lined": True}
 
 
 def parse_item(path: Path, name: str, raw: str, check: Optional[Check]) -> dict:

@@ -9,9 +9,8 @@ from typing import Any, Callable, Optional
 
 from whichstage.cassette import journal
 from whichstage.cassette.files import RecordingError, shown, write_atomic
-from whichstage.cassette.format import (FORMAT, Check, dump_entry, dumps_recording, entry_count, item_problem,
-                                        parse_item, read_recording, shown_name)
-from whichstage.cassette.stamps import Stamp, text_digest
+from whichstage.cassette.format import (FORMAT, Check, dump_entry, dumps_recording, entry_count, parse_item,
+                                        read_recording, shown_name)
 
 
 class Mode(Enum):
@@ -69,17 +68,12 @@ class Cassette:
     """A recording in which every entry carries the hashes of exactly what it read (its `deps`)."""
 
     def __init__(self, path: Path, header: dict, mode: Mode = Mode.REPLAY, check: Optional[Check] = None,
-                 predict: Optional[Callable[[str], Any]] = None, also: Optional[tuple[Path, dict]] = None,
-                 stamp: Optional[tuple[str, Path]] = None):
-        """`check(entry, value)` says what is wrong with a recorded value. `predict` makes a dry live run (a
-        plan): nothing is computed, locked or written; a missing entry is noted in `planned` with why, and
-        `predict(entry)` stands in for its value. `also` is (path, header) of another recording whose entries
-        this one may reuse, read only (a shard reads the project's). `stamp` is (the version of `check`, say
-        code_of its module; a file): the file's entries are checked whole when it is opened, unless that
-        file, its stamp, says these very bytes passed that check before, and then stamped."""
+                 predict: Optional[Callable[[str], Any]] = None, also: Optional[tuple[Path, dict]] = None):
+        """`check(entry, value)` says what is wrong with a recorded value: each entry is checked as it is
+        read. `predict` makes a dry live run (a plan): nothing is computed, locked or written; a missing entry
+        is noted in `planned` with why, and `predict(entry)` stands in for its value. `also` is (path, header)
+        of another recording whose entries this one may reuse, read only (a shard reads the project's)."""
         self.path, self.mode, self.check, self.predict = Path(path), mode, check, predict
-        self.stamp = Stamp(*stamp) if stamp is not None and check is not None else None
-        self.file_check = check  # what a file's entry kept as text is checked by when parsed: None once vouched
         self.key = {"format": FORMAT, **header}
         self.journal = journal.journal_of(self.path)
         # The file's entries (each as its JSON text until looked up, when read_lines could keep it so), then
@@ -109,7 +103,6 @@ class Cassette:
         if changed:
             raise RecordingError(f"{shown(self.path)}: recording is stale: "
                                  + ", ".join(f"{f} changed" for f in changed) + "; record again with --live")
-        self._vouch(data)
         self.recorded = data["entries"]
 
     def _open_live(self, also: Optional[tuple[Path, dict]]) -> None:
@@ -130,18 +123,6 @@ class Cassette:
     def live(self) -> bool:
         """Whether this run computes what the recording lacks (LIVE or RERECORD)."""
         return self.mode is not Mode.REPLAY
-
-    def _vouch(self, data: dict) -> None:
-        """A file read with each entry as text (read_lines) with a stamp to keep: check every entry now, unless
-        the stamp vouches for these very bytes, and stamp them; its entries are then parsed unchecked."""
-        if self.stamp is None or "digest" not in data:
-            return
-        if not self.stamp.holds(data["digest"]):
-            for name, text in data["entries"].items():
-                parse_item(self.path, name, text, self.check)
-            if self.predict is None:
-                self.stamp.write(data["digest"])
-        self.file_check = None
 
     def _reuse(self, path: Path, header: dict) -> None:
         """Entries of another recording of the same case set and models, where this one lacks them: its file's,
@@ -205,15 +186,13 @@ class Cassette:
             return None
         try:
             data = read_recording(self.path, self.check, lazy=True)
-            changed = key_changes(data["key"], self.key)
-            if not changed:
-                self._vouch(data)
         except RecordingError as e:
             if self.mode is not Mode.RERECORD:
                 raise RecordingError(f"{e}; it is not replaced (recording it again would pay for every "
                                      "entry): fix or move it, or start over deliberately with --rerecord") from None
             self.notes.append(f"--rerecord: replacing {shown(self.path)}, which cannot be read")
             return None
+        changed = key_changes(data["key"], self.key)
         if changed:  # another case set or other models (their names map to this file): never replaced
             raise RecordingError(f"{shown(self.path)}: holds the recording of " + ", ".join(
                 f"{f} {data['key'].get(f)!r}" for f in changed) + ", not " + ", ".join(
@@ -228,8 +207,8 @@ class Cassette:
                 journal.incomplete(self.journal, why)
 
     def _parse(self, entry: str, text: str) -> dict:
-        """A file's entry kept as text, parsed (parse_item): checked unless the whole file was or its stamp says so."""
-        return parse_item(self.path, entry, text, self.file_check)
+        """A file's entry kept as text, parsed and checked (parse_item)."""
+        return parse_item(self.path, entry, text, self.check)
 
     def disk_item(self, entry: str) -> Optional[dict]:
         """The file's entry, parsed (None when the file lacks it)."""
@@ -331,17 +310,10 @@ class Cassette:
             return self.path.exists() and self.used == self.on_disk and (self.lined or all(
                 item is self.on_disk[entry] for entry, item in self.used.items()))
 
-    def _all_checked(self) -> bool:
-        """Whether every entry this run used passes the check: the file's texts were checked when it was opened
-        (_vouch), the others (computed, the journal's, or the file's read as one document) are checked now."""
-        with self.lock:
-            entries = list(self.used.items())
-        return all(isinstance(item, str) or not item_problem(name, item, self.check) for name, item in entries)
-
     def save(self, keep: Optional[Callable[[str], bool]] = None) -> bool:
         """Write the recording atomically unless it would not change, then drop the journal. `keep(entry)`
         names entries of the file this run did not use that stay (a run of some cases keeps the others').
-        A file written whose every entry passes the check is stamped. Returns whether the file was written."""
+        Returns whether the file was written."""
         if keep is not None:
             with self.lock:
                 for name, item in self.on_disk.items():
@@ -349,10 +321,7 @@ class Cassette:
                         self.used[name] = item
         written = not self.unchanged()
         if written:
-            text = self.dumps()
-            write_atomic(self.path, text)
-            if self.stamp is not None and self._all_checked():
-                self.stamp.write(text_digest(text))
+            write_atomic(self.path, self.dumps())
         self.journal.unlink(missing_ok=True)
         self.close()
         return written
