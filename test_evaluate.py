@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import judging
-from whichstage.cassette import Cassette, RecordingError, Stale
+from whichstage.cassette import Cassette, Mode, RecordingError, Stale
 from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, untimed
 from whichstage.pipeline import evaluate
 from whichstage.recording import Live
@@ -317,17 +317,17 @@ def test_bundled_recording_says_it_comes_from_the_offline_backends():
 
 def test_a_recording_for_other_models_is_refused_naming_the_field():
     with pytest.raises(RecordingError, match="judge changed"):
-        Cassette(TAPE, header(CASES_NAME, "rules", "hash", "gemma4:e2b"), live=False)
+        Cassette(TAPE, header(CASES_NAME, "rules", "hash", "gemma4:e2b"), Mode.REPLAY)
 
 
 def test_replaying_an_entry_that_was_never_recorded_names_it():
-    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
+    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), Mode.REPLAY)
     with pytest.raises(Stale, match="agent/unknown-case: not recorded"):
         cassette.get("agent/unknown-case", lambda value: {}, lambda: pytest.fail("a replay must never compute"))
 
 
 def test_an_entry_whose_dependencies_changed_is_stale_naming_them():
-    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
+    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), Mode.REPLAY)
     recorded = json.loads(TAPE.read_text())["entries"]["tools/backup"]["deps"]
     with pytest.raises(Stale, match="expected tools changed"):
         cassette.get("tools/backup", lambda value: {**recorded, "expected tools": "0"})
@@ -335,19 +335,19 @@ def test_an_entry_whose_dependencies_changed_is_stale_naming_them():
 
 def test_a_missing_recording_is_refused(tmp_path):
     with pytest.raises(RecordingError, match="no recording"):
-        Cassette(tmp_path / "none.json", header(CASES_NAME, "rules", "hash", "lexical"), live=False)
+        Cassette(tmp_path / "none.json", header(CASES_NAME, "rules", "hash", "lexical"), Mode.REPLAY)
 
 
 def test_an_old_format_recording_is_refused_with_what_to_do(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"key": {"model": "rules"}, "entries": {"agent/x": {"answer": "a"}}}))
     with pytest.raises(RecordingError, match="older format.*record again with --live"):
-        Cassette(old, {"model": "rules"}, live=False)
+        Cassette(old, {"model": "rules"}, Mode.REPLAY)
 
 
 def test_live_mode_records_and_saves_atomically(tmp_path):
     path = tmp_path / "tape.json"
-    cassette = Cassette(path, {"model": "m"}, live=True)
+    cassette = Cassette(path, {"model": "m"}, Mode.LIVE)
     deps = lambda value: {"question": "q1"}  # noqa: E731
     assert cassette.get("b", deps, lambda: {"x": (1, 2)}) == {"x": [1, 2]}  # stored as it will read back
     cassette.get("a", deps, lambda: 1)
@@ -356,19 +356,19 @@ def test_live_mode_records_and_saves_atomically(tmp_path):
                                                        "b": {"deps": {"question": "q1"}, "value": {"x": [1, 2]}}}
     # no journal or temp file left behind; the lock file of live runs stays, unlocked
     assert sorted(p.name for p in tmp_path.iterdir()) == [".tape.lock", "tape.json"]
-    assert Cassette(path, {"model": "m"}, live=False).get("a", deps) == 1
+    assert Cassette(path, {"model": "m"}, Mode.REPLAY).get("a", deps) == 1
 
 
 def test_a_live_run_keeps_only_the_entries_it_used_and_writes_nothing_when_they_are_unchanged(tmp_path):
     path = tmp_path / "tape.json"
-    first = Cassette(path, {"model": "m"}, live=True)
+    first = Cassette(path, {"model": "m"}, Mode.LIVE)
     for name in ("keep", "drop"):
         first.get(name, lambda value: {"q": name}, lambda: name)
     first.save()
-    second = Cassette(path, {"model": "m"}, live=True)
+    second = Cassette(path, {"model": "m"}, Mode.LIVE)
     second.get("keep", lambda value: {"q": "keep"}, lambda: pytest.fail("kept entries are not paid again"))
     assert second.save() and list(json.loads(path.read_text())["entries"]) == ["keep"]
-    third = Cassette(path, {"model": "m"}, live=True)
+    third = Cassette(path, {"model": "m"}, Mode.LIVE)
     third.get("keep", lambda value: {"q": "keep"}, lambda: pytest.fail("kept entries are not paid again"))
     before = path.stat().st_mtime_ns
     assert not third.save() and path.stat().st_mtime_ns == before
@@ -376,13 +376,13 @@ def test_a_live_run_keeps_only_the_entries_it_used_and_writes_nothing_when_they_
 
 def test_a_torn_last_journal_line_is_dropped_and_the_rest_kept(tmp_path):
     path = tmp_path / "tape.json"
-    cassette = Cassette(path, {"model": "m"}, live=True)
+    cassette = Cassette(path, {"model": "m"}, Mode.LIVE)
     cassette.get("a", lambda value: {}, lambda: 1)
     cassette.get("b", lambda value: {}, lambda: 2)
     cassette.close()  # as a crash would: the process is gone, and its lock with it
     text = cassette.journal.read_text()
     cassette.journal.write_text(text[: len(text) - 5])  # a crash in the middle of the last line
-    resumed = Cassette(path, {"model": "m"}, live=True)
+    resumed = Cassette(path, {"model": "m"}, Mode.LIVE)
     assert resumed.get("a", lambda value: {}, lambda: pytest.fail("whole entries are kept")) == 1
     assert resumed.get("b", lambda value: {}, lambda: 3) == 3
 
@@ -390,7 +390,7 @@ def test_a_torn_last_journal_line_is_dropped_and_the_rest_kept(tmp_path):
 # ---- the saved report -----------------------------------------------------------------------------------
 
 def test_replay_reproduces_the_saved_report():
-    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), live=False)
+    cassette = Cassette(TAPE, header(CASES_NAME, "rules", "hash", "lexical"), Mode.REPLAY)
     report = evaluate(offline_inputs(), cassette,
                       live=Live(judge=lambda: pytest.fail("a replay needs no judge")))
     assert report == json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())

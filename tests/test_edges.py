@@ -18,6 +18,7 @@ import yaml
 import assistant
 from whichstage import calibrate
 from whichstage import cassette
+from whichstage.cassette import files as cassette_files, journal as cassette_journal, lock as cassette_lock
 from whichstage import evaluate
 from whichstage import judging
 from whichstage import stages
@@ -162,8 +163,9 @@ def read_only(monkeypatch, folder: Path) -> None:
             raise PermissionError(errno.EACCES, "Permission denied", str(file))
         return real_open(file, mode, *args, **kwargs)
 
-    monkeypatch.setattr(cassette.tempfile, "mkstemp", mkstemp)
-    monkeypatch.setattr(cassette, "open", opener, raising=False)
+    monkeypatch.setattr(cassette_files.tempfile, "mkstemp", mkstemp)
+    for module in (cassette_lock, cassette_journal):  # the lock file, and the journal
+        monkeypatch.setattr(module, "open", opener, raising=False)
 
 
 @pytest.mark.parametrize("how", ["simulated", "chmod"])
@@ -205,7 +207,7 @@ def test_a_recording_that_cannot_replace_the_old_one_exits_2_naming_it(live_proj
         if Path(dst).parent.name == "recordings":
             raise PermissionError(errno.EACCES, "Permission denied", str(src), None, str(dst))
         return real_replace(src, dst)
-    monkeypatch.setattr(cassette.os, "replace", replace)
+    monkeypatch.setattr(cassette_files.os, "replace", replace)
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 2
     out, err = capsys.readouterr()
     assert one_line(err.splitlines()[-1]) == \
@@ -245,7 +247,7 @@ def test_a_full_disk_exits_2_naming_the_file_and_leaves_nothing_half_written(her
         capsys.readouterr()
     before = outputs(here)
     real_fdopen = os.fdopen
-    monkeypatch.setattr(cassette.os, "fdopen", lambda fd, *a, **kw: FullDisk(real_fdopen(fd, *a, **kw)))
+    monkeypatch.setattr(cassette_files.os, "fdopen", lambda fd, *a, **kw: FullDisk(real_fdopen(fd, *a, **kw)))
     assert importlib.import_module(f"whichstage.{script}").main(args) == 2
     out, err = capsys.readouterr()
     assert one_line(err) == f"{script}.py: {written}: cannot write: No space left on device"

@@ -10,7 +10,7 @@ import pytest
 
 from whichstage import ladder
 from whichstage.baseline import check, from_report
-from whichstage.cassette import ABSENT, Cassette
+from whichstage.cassette import ABSENT, Cassette, Mode
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, load_project
 from whichstage.entries import Inputs, agent_entry
 from whichstage.run_files import header
@@ -33,7 +33,7 @@ def offline_inputs(cases: dict, pages: list, records: dict) -> Inputs:
 
 def replay_cassette() -> Cassette:
     return Cassette(TAPE, header(BUNDLED.cases["name"], OFFLINE["DOCS_MODEL"], OFFLINE["DOCS_EMBEDDER"],
-                                 OFFLINE["DOCS_JUDGE"]), live=False)
+                                 OFFLINE["DOCS_JUDGE"]), Mode.REPLAY)
 
 
 # ---- pure: fusion and scores ---------------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """The recording's edges: what a second judge reuses, who may write a recording at once, what a resuming run
 says of the run before it, what a grader-only edit costs, and which pages a stale replay names."""
 import json
+import os
 
 import pytest
 
 from whichstage import evaluate
-from whichstage.cassette import Cassette, hold
+from whichstage.cassette import Cassette, Mode, RecordingError
+from whichstage.cassette.lock import hold
 from conftest import OFFLINE_RUN, quick_standin
 from whichstage import capture, judging, providers
 
@@ -92,6 +94,24 @@ def test_a_live_run_refuses_while_a_merge_holds_the_recording(live_project, caps
     assert f"{OFFLINE_RUN}.json: a merge of its shards is writing it (pid " in capsys.readouterr().err
 
 
+def test_a_lock_held_elsewhere_as_an_older_portalocker_says_it_names_its_holder(tmp_path, monkeypatch):
+    import errno
+
+    import portalocker
+
+    from whichstage.cassette import lock
+
+    path = tmp_path / "tape.json"
+    holding = hold(path, "merge")
+    holding.close()  # its holder's line stays in the lock file
+
+    def held(handle, flags):  # portalocker 2: contention as a plain LockException, the system's error its cause
+        raise portalocker.LockException("locked") from OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+    monkeypatch.setattr(lock.portalocker, "lock", held)
+    with pytest.raises(RecordingError, match=rf"tape\.json: a merge of its shards is writing it \(pid {os.getpid()}, "):
+        hold(path)
+
+
 # ---- what a resuming run says of the last one ------------------------------------------------------------
 
 def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(live_project, monkeypatch, capsys):
@@ -109,23 +129,23 @@ def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(li
 
 def test_a_run_resumed_after_an_incomplete_one_and_then_interrupted_says_interrupted(tmp_path):
     path = tmp_path / "tape.json"
-    first = Cassette(path, {"model": "m"}, live=True)
+    first = Cassette(path, {"model": "m"}, Mode.LIVE)
     first.get("a", lambda value: {}, lambda: 1)
     first.incomplete("1 case errored")
     first.close()
-    second = Cassette(path, {"model": "m"}, live=True)
+    second = Cassette(path, {"model": "m"}, Mode.LIVE)
     second.get("b", lambda value: {}, lambda: 2)
     second.close()  # killed: no end noted
-    third = Cassette(path, {"model": "m"}, live=True)
+    third = Cassette(path, {"model": "m"}, Mode.LIVE)
     assert third.notes == [f"resuming: 2 entries from an interrupted run are kept (in {third.journal})"]
 
 
 def test_one_entry_is_counted_in_the_singular(tmp_path):
     path = tmp_path / "tape.json"
-    first = Cassette(path, {"model": "m"}, live=True)
+    first = Cassette(path, {"model": "m"}, Mode.LIVE)
     first.get("a", lambda value: {}, lambda: 1)
     first.close()
-    resumed = Cassette(path, {"model": "m"}, live=True)
+    resumed = Cassette(path, {"model": "m"}, Mode.LIVE)
     assert resumed.notes == [f"resuming: 1 entry from an interrupted run is kept (in {resumed.journal})"]
 
 

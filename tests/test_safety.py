@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate, pipeline
-from whichstage.cassette import Cassette, write_atomic
+from whichstage.cassette import Cassette, Mode, write_atomic
 from conftest import OFFLINE, OFFLINE_RUN
 from whichstage import capture
 from whichstage.entries import sha
@@ -124,7 +124,7 @@ def test_a_corrupt_recording_is_refused_not_paid_for_again(live_project, monkeyp
 
 def test_a_second_live_run_on_the_same_recording_exits_2_naming_the_first(live_project, capsys):
     header = json.loads(recording_of(live_project).read_text())["key"]
-    first = Cassette(recording_of(live_project), {k: v for k, v in header.items() if k != "format"}, live=True)
+    first = Cassette(recording_of(live_project), {k: v for k, v in header.items() if k != "format"}, Mode.LIVE)
     try:
         assert evaluate.main(["--live", "--quiet"]) == 2
         line = one_line(capsys.readouterr().err)
@@ -136,11 +136,12 @@ def test_a_second_live_run_on_the_same_recording_exits_2_naming_the_first(live_p
 
 def test_a_file_system_without_locks_exits_2_naming_the_lock_file(live_project, monkeypatch, capsys):
     import errno
-    import fcntl
+
+    import portalocker
 
     def no_locks(fd, operation):
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
-    monkeypatch.setattr(fcntl, "flock", no_locks)
+    monkeypatch.setattr(portalocker.portalocker, "LOCKER", no_locks)  # the system call portalocker makes
     assert evaluate.main(["--live", "--quiet"]) == 2
     assert one_line(capsys.readouterr().err) == (f"evaluate.py: recordings/.{OFFLINE_RUN}.lock: cannot take the live "
                                                  f"run's lock: {os.strerror(errno.ENOLCK)}")
@@ -150,7 +151,7 @@ def test_a_recomputed_entry_equal_to_the_files_but_of_other_types_is_written(tmp
     path, header = tmp_path / "r.json", {"cases": "c", "model": "m", "embedder": "e", "judge": "j"}
     path.write_text(json.dumps({"key": {"format": 2, **header},  # one JSON document, not the line layout
                                 "entries": {"a": {"deps": {}, "value": {"n": 1, "ok": True}}}}, indent=2))
-    tape = Cassette(path, header, live=True, rerecord=True)
+    tape = Cassette(path, header, Mode.RERECORD)
     assert tape.get("a", lambda value: {}, lambda: {"ok": 1, "n": 1.0}) == {"ok": 1, "n": 1.0}
     assert tape.save() is True  # 1 == True and 1.0 == 1, yet the file would not hold what the run used
     value = json.loads(path.read_text())["entries"]["a"]["value"]
@@ -247,14 +248,14 @@ def test_the_pool_draws_work_lazily_and_starts_nothing_after_an_interruption():
 
 
 def test_a_signal_just_after_the_rename_leaves_the_file_written(tmp_path, monkeypatch):
-    from whichstage import cassette
+    from whichstage.cassette import files
 
     real = os.replace
 
     def replaced_then_interrupted(src, dst):
         real(src, dst)
         raise KeyboardInterrupt
-    monkeypatch.setattr(cassette.os, "replace", replaced_then_interrupted)
+    monkeypatch.setattr(files.os, "replace", replaced_then_interrupted)
     with pytest.raises(KeyboardInterrupt):
         write_atomic(tmp_path / "report.md", "whole\n")
     assert (tmp_path / "report.md").read_text() == "whole\n" and [p.name for p in tmp_path.iterdir()] == ["report.md"]

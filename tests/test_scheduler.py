@@ -7,14 +7,14 @@ from conftest import OFFLINE_RUN, offline_inputs
 
 
 def test_a_live_run_with_everything_current_calls_nothing_and_returns_every_row(live_project):
-    from whichstage import pipeline
-    from whichstage.cassette import Cassette
+    from whichstage import shapes
+    from whichstage.cassette import Cassette, Mode
     from whichstage.recording import Live, collect
     from whichstage.run_files import header
 
     inputs, path = offline_inputs(live_project), live_project / "recordings" / f"{OFFLINE_RUN}.json"
-    cassette = Cassette(path, header(inputs.cases["name"], "rules", "hash", "lexical"), live=True,
-                        **pipeline.checks(path, live_project))
+    cassette = Cassette(path, header(inputs.cases["name"], "rules", "hash", "lexical"), Mode.LIVE,
+                        check=shapes.problem)
     inputs.index(cassette)
     try:
         recorded = collect(inputs, cassette, Live(judge=lambda: pytest.fail("nothing to judge"),

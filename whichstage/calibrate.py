@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from whichstage.cassette import ABSENT, Cassette, RecordingError, printable_stdout, read_recording, shown
+from whichstage.cassette import ABSENT, Cassette, Mode, RecordingError, printable_stdout, read_recording, shown
 from whichstage.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED
 from whichstage.pipeline import Interrupted, stale_message
 from whichstage import agreement as agree
@@ -249,7 +249,7 @@ def run_calibration(project, live: bool = False, rerecord: bool = False, concurr
         providers.preflight([judge])
     else:
         judge = recorded_judge(folder)
-    tape = Cassette(recording_path(folder, judge), {"judge": judge}, live, rerecord=rerecord,
+    tape = Cassette(recording_path(folder, judge), {"judge": judge}, Mode.of(live, rerecord),
                     check=lambda entry, value: verdict_problem(value))
     try:
         progress = Progress(len(cases["cases"]) * REPEATS, "calibration", quiet or not live)

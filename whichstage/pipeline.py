@@ -6,7 +6,7 @@ import copy
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from whichstage.cassette import Cassette, RecordingError, code_of, entry_count, read_key, read_recording, shown
+from whichstage.cassette import Cassette, Mode, RecordingError, entry_count, read_key, read_recording, shown
 from whichstage import checks as own_checks, criteria, ladder, shapes
 from whichstage.dataset import InputError
 from whichstage.entries import Inputs, agent_entry, recorded_repeats, repeat, sha
@@ -98,22 +98,16 @@ def of_split(report: dict, split: str) -> dict:
 
 
 
-def checks(path: Path, folder: Path) -> dict:
-    """A recording's shape check, and where the stamp of a file that passed it goes: the project's .cache."""
-    return {"check": shapes.problem, "stamp": (code_of(shapes), folder / ".cache" / "checked" / path.stem)}
-
-
 def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None,
            judge: Optional[str] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports, name = [], loaded.cases["name"]
     for path in replay_targets(loaded.project.folder, name, model, judge):
         names = read_key(path)
-        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), live=False,
-                            **checks(path, loaded.project.folder))
+        cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), Mode.REPLAY,
+                            check=shapes.problem)
         reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
-        cassette.remember_checked()
     return reports
 
 
@@ -185,8 +179,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             if source.exists():
                 recorded.update(read_recording(source, shapes.problem)["entries"])
         predict = plans.predictor(inputs, recorded)
-    cassette = Cassette(path, head, live=True, rerecord=rerecord, predict=predict, also=also,
-                        **checks(path, loaded.project.folder))
+    cassette = Cassette(path, head, Mode.RERECORD if rerecord else Mode.LIVE, predict=predict, also=also,
+                        check=shapes.problem)
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)

@@ -65,7 +65,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="evaluate.py merge", description=__doc__.splitlines()[0])
     parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
     args = parser.parse_args(argv)
-    from whichstage.cassette import RecordingError, dumps_recording, entry_count, hold, shown, write_atomic
+    from whichstage.cassette import RecordingError, dumps_recording, entry_count, shown, write_atomic
+    from whichstage.cassette.lock import hold
 
     try:
         target, content = merged([Path(p) for p in args.shards])
