@@ -132,11 +132,11 @@ def test_no_kind_of_tool_nor_a_tool_node_graph_executes_the_action(tmp_path, off
 
 def test_the_same_agent_outside_the_harness_does_execute_it(tmp_path, offline):
     """The control: the proof above is not vacuous, the tool does write its file when it is run."""
-    from whichstage import agent, capture, providers
+    from whichstage import agent, capture
 
     folder = write_project(tmp_path / "notes")
     loaded = load_project(folder)
-    values = agent.offline_values(loaded.project, loaded.pages, loaded.records, providers)
+    values = agent.offline_values(loaded.project, loaded.pages, loaded.records)
     capture.run(agent.build_agent(loaded.project, values), REQUEST)
     assert (folder / "refunds.log").read_text() == "ORD-1001: the customer was charged twice.\n"
 

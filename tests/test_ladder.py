@@ -233,14 +233,3 @@ def test_the_bundled_baseline_gates_every_rung_of_every_case_with_pages(rung):
     saved = json.loads((HERE / "baselines" / f"{OFFLINE_RUN}.json").read_text())
     cases = [c["id"] for c in inputs_of()[0]["cases"] if c["expected_docs"]]
     assert sorted(saved["ladder"]) == sorted(cases) and all(rung in saved["ladder"][c] for c in cases)
-
-
-@pytest.mark.parametrize("pages", [3, 13, ladder.COMMON_UP_TO, ladder.COMMON_UP_TO + 1])
-def test_rrf_over_a_common_denominator_orders_as_comparing_each_pair_of_fractions(pages):
-    import random
-
-    rng, ids = random.Random(pages), [f"p{i}" for i in range(pages)]
-    for _ in range(30):  # with repeats and pages only one ranking holds, so ties and partial rankings occur
-        rankings = [rng.sample(ids, rng.randint(0, pages)) + rng.choices(ids, k=2) for _ in range(rng.randint(1, 3))]
-        for k in (0, 1, ladder.RRF_K):
-            assert ladder.rrf(rankings, k) == ladder._rrf_pairwise([list(dict.fromkeys(r)) for r in rankings], k)

@@ -14,8 +14,11 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
+from whichstage import actions, providers
+from whichstage.cassette import write_atomic
 from whichstage.console import first_line
 from whichstage.dataset import InputError
+from whichstage.live_calls import locked_once
 from whichstage.project import CONFIG, Project
 
 _IMPORTING = threading.RLock()
@@ -117,9 +120,7 @@ def describe_tools(tools: list) -> list[dict]:
 
 def stamp(project: Project) -> str:
     """What the agent's tools depend on: the factory, the sources, the LangChain that reads them."""
-    from whichstage.providers import package_version
-
-    core = package_version("langchain-core")
+    core = providers.package_version("langchain-core")
     core = "none" if core == "not installed" else core
     return hashlib.sha256(json.dumps([project.agent, project.rank, project.sources_sha(), core]).encode()).hexdigest()
 
@@ -145,16 +146,12 @@ def describe(project: Project, pages: list[dict], records: dict[str, dict]) -> D
     except (OSError, ValueError, KeyError, TypeError):
         found = None
     if found is None:
-        from whichstage import providers
-
         factory = import_function(project, project.agent, "agent")
         names = wanted(factory, project.agent)
         ranks = wanted(import_function(project, project.rank, "rank"), project.rank, "rank") if project.rank else []
-        agent = build_agent(project, offline_values(project, pages, records, providers))
+        agent = build_agent(project, offline_values(project, pages, records))
         found = Described(names, describe_tools(tools_of(agent)), ranks)
         try:
-            from whichstage.cassette import write_atomic
-
             write_atomic(cache, json.dumps({"stamp": now, "wanted": found.wanted, "tools": found.tools,
                                             "rank_wanted": found.rank_wanted}, indent=1))
         except OSError:
@@ -163,7 +160,8 @@ def describe(project: Project, pages: list[dict], records: dict[str, dict]) -> D
     return found
 
 
-def offline_values(project: Project, pages: list[dict], records: dict, providers) -> dict:
+def offline_values(project: Project, pages: list[dict], records: dict) -> dict:
+    """The values the factory may name, with the offline backends: how the agent is built to read its tools."""
     roles = rules_roles(project, records)
     return {"model": providers.chat_model(providers.OFFLINE["chat"], roles), "pages": documents(pages),
             "embeddings": providers.embedder(providers.OFFLINE["embedder"]), "records": records,
@@ -208,9 +206,6 @@ def builder(inputs, model: str, embedder: str):
     """Builds the project's agent with the run's models (`inputs`: entries.Inputs): build(None) the agent,
     build(pages) the counterfactual one, whose retriever must return exactly those pages. The chat model and
     the embedder are built once, only if the factory names them. An action tool is never run (whichstage.actions)."""
-    from whichstage import actions, providers
-    from whichstage.live_calls import locked_once
-
     names = inputs.loaded.described.wanted
     chat = locked_once(lambda: providers.chat_model(model, rules_roles(inputs.project, inputs.records)))
     embeddings = locked_once(lambda: providers.embedder(embedder))

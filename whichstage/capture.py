@@ -6,6 +6,8 @@ import json
 import threading
 from typing import Any, Optional
 
+from whichstage.actions import MARKER
+
 
 class AgentOutputError(Exception):
     """The agent's result is not the {"messages": [...]} state the contract asks for."""
@@ -90,8 +92,6 @@ def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
     last turn alone."""
     from langchain_core.documents import Document
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-
-    from whichstage.actions import MARKER
 
     handler = recorder()
     asked = [*messages_of(history or []), HumanMessage(content=question)]

@@ -9,11 +9,12 @@ pydantic again, so a replay does not import it; the checks across files always r
 import hashlib
 import json
 from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Optional
 
-from whichstage.cassette import read_json, write_atomic
 from whichstage import matching
+from whichstage.cassette import read_json, write_atomic
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 # The reference `assistant.py --as-case` drafts: a case still holding it is refused, since a person decides
@@ -68,8 +69,6 @@ def check(path: Path, model: str, data: Any, label: Optional[str] = None) -> Non
 def schema_version() -> str:
     """What a verdict depends on besides the content: this file and schemas.py, pydantic's version. Any
     change to them invalidates every stamp."""
-    from importlib.util import find_spec
-
     digest = hashlib.sha256()
     for source in (Path(__file__), Path(__file__).with_name("schemas.py")):
         digest.update(source.read_bytes())

@@ -29,9 +29,10 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, Optional
 
-from whichstage import trace as traces
+from whichstage import criteria, judging, trace as traces
 from whichstage.hashes import sha
-from whichstage.judging import OWN_METRICS, READS, judged_metrics, stage_of
+from whichstage.judging import OWN_METRICS, READS, Measure, judged_metrics, stage_of
+from whichstage.providers import OFFLINE, code_version, judge_model
 
 
 class Inputs:
@@ -146,8 +147,6 @@ def metric_identity(metric: str) -> dict:
 
 def versioned(field: str, name: str) -> dict:
     """{field: hash of its code} for an offline backend, whose code is its model; nothing for other models."""
-    from whichstage.providers import code_version
-
     version = code_version(name)
     return {field: version} if version else {}
 
@@ -163,8 +162,6 @@ def free(entry: str) -> bool:
 def rescored(compute: Callable) -> dict:
     """A free entry's value computed now, in a replay: with the offline judge as the model object DeepEval
     needs and never calls for it (the entry does not depend on the judge)."""
-    from whichstage.providers import OFFLINE, judge_model
-
     return compute(judge_model(OFFLINE["judge"]))
 
 
@@ -198,12 +195,10 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     """The entries a case needs once its trace exists: name -> (deps_of, compute(judge)); `view` is the trace
     read by role, when the caller has it. Raises trace.Unreadable when a retriever call's pages cannot be
     read."""
-    from whichstage.judging import Measure, tool_scores
-
     cid, view = case["id"] + variant, view or inputs.view(trace)
     context, question = view["context"], judge_input(case)
     hashes = field_hashes(case, trace, context, question)
-    needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: tool_scores(
+    needed = {f"tools/{cid}": (inputs.tools_deps(case, trace), lambda judge: judging.tool_scores(
         question, trace["tool_calls"], case["expected_tools"], judge))}
     behaviour = []
     if case.get("expected_behavior") == "abstain" and view["searched"]:
@@ -215,8 +210,6 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
             inputs.judge_deps(metric, case, trace, context, hashes),
             Measure(metric, question, trace["answer"], case["reference"], context, case.get("expected_facts")))
     if inputs.project.criteria:
-        from whichstage import criteria
-
         needed.update(criteria.entries(inputs.project.criteria, cid, inputs.judged, hashes, question, trace["answer"],
                                        case["reference"], context))
     return needed

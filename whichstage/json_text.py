@@ -1,34 +1,20 @@
-"""JSON text, quicker, and exactly json's: json's own C encoder, which json.dumps builds anew on every call, built
-once; and orjson reading what it reads as json does."""
+"""JSON text read exactly as json reads it, by orjson where orjson reads it the same (a recording's entries are
+read with orjson once a stamp vouches for them: whichstage/cassette.py), and json's encoder with fixed options."""
 import json
 import re
 import sys
-from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any, Callable, Optional
 
 import orjson
 
 
-def _unencodable(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
 def encoder(sort_keys: bool = False, ensure_ascii: bool = True,
             default: Optional[Callable[[Any], Any]] = None) -> Callable[[Any], str]:
-    """json.JSONEncoder(sort_keys=..., ensure_ascii=..., default=...).encode, text for text, without its check
-    for a value that holds itself (a parsed JSON value never does)."""
-    strings = encode_basestring_ascii if ensure_ascii else encode_basestring
-    try:
-        chunks = c_make_encoder(None, default or _unencodable, strings, None, ": ", ", ", sort_keys, False, True)
-    except TypeError:  # no C accelerator, or another signature: the same text through json's own encoder
-        return json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=default).encode
-
-    def encode(value: Any) -> str:
-        return strings(value) if type(value) is str else "".join(chunks(value, 0))
-    return encode
+    """json.dumps(value, sort_keys=..., ensure_ascii=..., default=...) as one function."""
+    return json.JSONEncoder(sort_keys=sort_keys, ensure_ascii=ensure_ascii, default=default).encode
 
 
-SHALLOW = 400  # brackets (or characters) a text orjson reads may hold: nested no deeper than Python recurses
+SHALLOW = 400  # brackets a text orjson reads may hold: nested no deeper than Python recurses
 WIDE = b"0" * 19  # a run of 19 digits: maybe an integer beyond 64 bits, which orjson reads as a float
 DIGITS = bytes(48 if chr(c).isdigit() else 32 for c in range(256))  # each digit as "0", any other byte a space
 
@@ -42,7 +28,7 @@ def loads(text: str) -> Any:
 
 def parsed(text: str) -> tuple[Any, bool]:
     """loads(text), and whether orjson read it (then orjson reads these very bytes as json does, every time)."""
-    if isinstance(text, str) and (len(text) <= SHALLOW or text.count("[") + text.count("{") <= SHALLOW) \
+    if isinstance(text, str) and text.count("[") + text.count("{") <= SHALLOW \
             and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
         try:
             return orjson.loads(text), True

@@ -18,10 +18,11 @@ scipy, which a replay must not load. RRF and the scores are pure and run at repo
 """
 
 import math
-from functools import cache, cmp_to_key
+from functools import cache
 from typing import Callable, Optional
 
-from whichstage import trace as traces
+from whichstage import agent, providers, trace as traces
+from whichstage.capture import page_of
 from whichstage.entries import Inputs, sha, versioned
 from whichstage.live_calls import locked_once
 from whichstage.stages import documents, retrieval_scores
@@ -38,44 +39,15 @@ BM25 = {"method": "lucene", "k1": 1.5, "b": 0.75}
 
 def rrf(rankings: list[list[str]], k: int = RRF_K) -> list[str]:
     """Reciprocal rank fusion: a page scores the sum of 1 / (k + rank) over the rankings holding it, ranks
-    from 1. Compared exactly (integer numerators over a common denominator), so a tie is a tie; ties keep
-    the order pages first appear in, the first ranking first."""
+    from 1. Summed exactly, each 1 / (k + rank) as a whole number of 1 / lcm(k + 1 ... k + n) for rankings of
+    up to n pages, so a tie is a tie; ties keep the order pages first appear in, the first ranking first."""
     rankings = [documents(ranking) for ranking in rankings]
-    longest = max(map(len, rankings), default=0)
-    if longest > COMMON_UP_TO:
-        return _rrf_pairwise(rankings, k)
-    weight, score = _weights(k, longest), {}
-    for ranking in rankings:
-        for page, w in zip(ranking, weight):
-            score[page] = score.get(page, 0) + w
-    return sorted(score, key=score.__getitem__, reverse=True)  # stable: a tie keeps its first appearance
-
-
-COMMON_UP_TO = 256  # rankings this long share one denominator, lcm(k + 1 ... k + 256): a number of ~110 digits
-
-
-@cache
-def _weights(k: int, n: int) -> list[int]:
-    """1 / (k + rank) for ranks 1..n, each as its numerator over the common denominator lcm(k + 1 ... k + n)."""
-    common = math.lcm(*range(k + 1, k + n + 1))
-    return [common // (k + rank) for rank in range(1, n + 1)]
-
-
-def _rrf_pairwise(rankings: list[list[str]], k: int) -> list[str]:
-    """rrf for long rankings: each page's score as its own fraction, pages compared two at a time."""
-    ranks: dict[str, list[int]] = {}
+    common = math.lcm(*range(k + 1, k + max(map(len, rankings), default=0) + 1))
+    score: dict[str, int] = {}
     for ranking in rankings:
         for rank, page in enumerate(ranking, start=1):
-            ranks.setdefault(page, []).append(k + rank)
-    exact = {}
-    for page, denominators in ranks.items():
-        common = math.prod(denominators)
-        exact[page] = (sum(common // d for d in denominators), common)
-
-    def better(a: str, b: str) -> int:
-        (na, da), (nb, db) = exact[a], exact[b]
-        return nb * da - na * db  # negative when a scores more
-    return sorted(ranks, key=cmp_to_key(better))
+            score[page] = score.get(page, 0) + common // (k + rank)
+    return sorted(score, key=score.__getitem__, reverse=True)  # stable: a tie keeps its first appearance
 
 
 def rung_scores(ranking: list[str], expected: list[str], k: int) -> dict:
@@ -164,9 +136,7 @@ def entry_name(case: dict, rung: str) -> str:
 @cache
 def keyword_ranker() -> str:
     """The keyword rung's method, as recorded in its entries: the library's version and every setting."""
-    from whichstage.providers import package_version
-
-    return f"bm25s {package_version('bm25s')} {sha({**TOKENS, **BM25})}"
+    return f"bm25s {providers.package_version('bm25s')} {sha({**TOKENS, **BM25})}"
 
 
 def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict]]:
@@ -218,8 +188,6 @@ class Rankers:
 
 def project_ranker(inputs: Inputs) -> Callable[[str], object]:
     """The project's rank function with the parameters it names, question -> its ranking."""
-    from whichstage import agent, providers
-
     function = agent.import_function(inputs.project, inputs.project.rank, "rank")
     values = {"pages": agent.documents(inputs.pages), "records": inputs.records}
     if "embeddings" in rank_wanted(inputs):
@@ -232,8 +200,6 @@ def project_ranking(ranker: Callable[[str], object], question: str, inputs: Inpu
     """The project's ranking of every page for the question, checked: a list of the project's page ids. A
     ranking of chunks (their ids, or Documents) is read by the retrievers' page rule, each page where its
     first chunk is."""
-    from whichstage.capture import page_of
-
     ranking, rule = ranker(question), inputs.project.page_rule()
     if not isinstance(ranking, (list, tuple)) or not all(isinstance(p, str) or hasattr(p, "page_content")
                                                          for p in ranking):
@@ -262,8 +228,6 @@ def indexed_text(page: dict) -> str:
 def vector_index(pages: list[dict], embedder: str):
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
-
-    from whichstage import providers
 
     store = InMemoryVectorStore(providers.embedder(embedder))
     store.add_documents([Document(page_content=indexed_text(p), id=p["id"]) for p in pages])

@@ -12,13 +12,11 @@ raises PageRuleError, the configuration's fault in every case alike.
 """
 import json
 import re
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from whichstage.dataset import InputError
 from whichstage.json_text import loads
-
-if TYPE_CHECKING:
-    from whichstage.project import ToolRole
+from whichstage.project import ToolRole
 
 TEXT_FIELDS = ("text", "page_content", "content")
 
@@ -32,7 +30,7 @@ class PageRuleError(InputError):
     not a failed call, since every replay and every live run would read it the same way."""
 
 
-def rule_error(role: "ToolRole", item: dict, why: str, tool: str) -> PageRuleError:
+def rule_error(role: ToolRole, item: dict, why: str, tool: str) -> PageRuleError:
     """`evals.toml: tools.NAME.page: ...`, naming the chunk (its id and text) the rule could not map, and why."""
     key = "page" if role.page else "page_pattern"
     text = item.get("text")
@@ -103,7 +101,7 @@ def line_end(content: str, at: int) -> int:
     return len(content) if end < 0 else end
 
 
-def pages_of(output: dict, role: "ToolRole", corpus: set[str]) -> list[dict]:
+def pages_of(output: dict, role: ToolRole, corpus: set[str]) -> list[dict]:
     """One retriever call's items, ranked: [{"id", "text", "page"}] (`page` the page an item belongs to, its id
     unless the tool declares a page rule), by the order of sources in the module docstring."""
     tool, content, ids = output["tool"], output.get("content", ""), role.ids
@@ -130,7 +128,7 @@ def pages_of(output: dict, role: "ToolRole", corpus: set[str]) -> list[dict]:
     return pages
 
 
-def unmapped(item: dict, role: "ToolRole", corpus: set[str]) -> str:
+def unmapped(item: dict, role: ToolRole, corpus: set[str]) -> str:
     """Why a chunk's page, by its tool's rule, is none of the project's pages."""
     pages = f"the project's {len(corpus)} pages (such as {min(corpus)!r})" if corpus else "the project's pages (none)"
     if role.page_pattern and item["page"] == item["id"]:
@@ -138,12 +136,12 @@ def unmapped(item: dict, role: "ToolRole", corpus: set[str]) -> str:
     return f"it names page {item['page']!r}, which is not one of {pages}"
 
 
-def rule_of(role: "ToolRole") -> str:
+def rule_of(role: ToolRole) -> str:
     rule = f"page = {role.page!r}" if role.page else f"page_pattern = {role.page_pattern!r}"
     return f"{rule} under [tools.{role.name}] in evals.toml"
 
 
-def item_page(item: dict, role: "ToolRole", tool: str) -> str:
+def item_page(item: dict, role: ToolRole, tool: str) -> str:
     """The page a retriever's item (a chunk) belongs to, by its tool's page rule: `page_pattern`'s first group
     (else its whole match) in the item's id, the id itself when it does not match (a whole page); or the
     value at the dotted path `page` of the item; the id when the tool declares no rule."""
@@ -156,7 +154,7 @@ def item_page(item: dict, role: "ToolRole", tool: str) -> str:
     return item["id"]
 
 
-def at_path(item: dict, role: "ToolRole", tool: str) -> Any:
+def at_path(item: dict, role: ToolRole, tool: str) -> Any:
     """The value at the dotted path `role.page` in an item: a JSON object the tool listed, or a Document as
     recorded (`id`, `page_content`, `metadata`)."""
     value: Any = item.get("item") or {"id": item["id"], "page_content": item["text"],
