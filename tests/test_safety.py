@@ -159,17 +159,25 @@ def test_a_recomputed_entry_equal_to_the_files_but_of_other_types_is_written(tmp
 
 
 def test_two_live_processes_never_both_pay(live_project):
-    """Two children at once on the same recording: one records, the other exits 2 before any call."""
+    """A second live run on a recording another one is recording exits 2 before any call. Event-based: the
+    second starts once the first has journaled a paid entry, and the first is asked for far more work than it
+    can finish meanwhile (it is stopped afterwards), so the two always overlap however slow the machine."""
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
-    cases = json.loads((live_project / "cases.json").read_text())
-    for case in cases["cases"][:5]:
-        case["question"] += " Please."
-    (live_project / "cases.json").write_text(json.dumps(cases))
-    runs = [subprocess.Popen([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=live_project, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    results = sorted((p.wait(timeout=120), p.stderr.read()) for p in runs)
-    assert [code for code, _ in results] == [0, 2]
-    assert "another live run is recording it" in results[1][1]
+    first = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
+                             cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        journal, guard = journal_of(live_project), time.monotonic() + 240
+        while not (journal.exists() and journal.read_text().strip()):
+            assert first.poll() is None and time.monotonic() < guard, "the first run ended, or paid nothing"
+            time.sleep(0.05)
+        second = subprocess.run([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=live_project, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=240)
+        assert first.poll() is None  # still recording: the two overlapped
+        assert second.returncode == 2 and "another live run is recording it" in second.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=240)
+    assert first.returncode == 143  # it was recording until it was stopped
 
 
 def test_names_that_map_to_the_same_characters_get_files_of_their_own():
