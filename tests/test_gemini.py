@@ -22,7 +22,7 @@ import pytest
 from whichstage import evaluate
 from whichstage.standins import gemini as gemini_standin
 from whichstage import live_calls
-from whichstage import providers
+from whichstage import preflight, provider_settings, providers
 from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
@@ -388,7 +388,7 @@ def test_each_client_makes_exactly_one_request_per_harness_attempt(at_standin, c
 
 @pytest.mark.parametrize("client", ["chat", "embed", "judge"])
 def test_each_client_times_out_and_only_the_harness_retries_it(at_standin, client, monkeypatch):
-    monkeypatch.setattr(providers, "CALL_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(provider_settings, "CALL_TIMEOUT_S", 0.1)
     silent = Silent()
     monkeypatch.setenv(providers.GEMINI_URL_VARIABLE, silent.url)
     try:
@@ -530,7 +530,7 @@ class Silent:
 
 
 def test_a_server_that_never_answers_exits_2_after_one_short_timeout(project, standin, monkeypatch):
-    monkeypatch.setattr(providers, "PREFLIGHT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(preflight, "PREFLIGHT_TIMEOUT_S", 0.5)
     silent = Silent()
     try:
         done = run(project, standin, "--live", "--quiet", GOOGLE_GEMINI_BASE_URL=silent.url)
