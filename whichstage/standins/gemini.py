@@ -46,7 +46,8 @@ from urllib.parse import parse_qs, urlsplit
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from whichstage.offline import lexical_judge
-from whichstage.offline.models import HashEmbeddings, RulesChatModel
+from whichstage.offline.hash_embedder import HashEmbeddings
+from whichstage.offline.models import RulesChatModel
 from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
 from whichstage.offline.words import words
 
