@@ -27,7 +27,8 @@ from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
 from conftest import copy_project, load_project, quick_standin, recorded_calls
-from whichstage.standins.gemini import Fault, serve
+from whichstage.standins.gemini import serve
+from whichstage.standins.gemini_faults import Fault
 from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
 from whichstage.offline.models import plan_tool_calls
 
@@ -428,7 +429,7 @@ def test_an_unusable_answer_is_a_plain_error_after_one_attempt(at_standin, clien
     ({"properties": {"reason": {}}}, "...\nAnswer Relevancy Score:\n1.0\n...", "AnswerRelevancyScoreReason"),
 ])
 def test_the_standin_names_a_schema_by_its_title_else_by_its_properties_and_the_prompt(schema, prompt, title):
-    from whichstage.standins.gemini import schema_title
+    from whichstage.standins.gemini_wire import schema_title
 
     assert schema_title(schema, prompt) == title
 
