@@ -735,7 +735,9 @@ def test_the_offline_backends_name_no_case_and_no_page():
     ordinary words, and the small-talk classes rightly use them)."""
     cases = json.loads((HERE / "cases.json").read_text())["cases"]
     pages = json.loads((HERE / "docs.json").read_text())
-    code = "\n".join((HERE / name).read_text().lower() for name in ("whichstage/offline/models.py", "whichstage/offline/lexical_judge.py", "whichstage/offline/words.py"))
+    from whichstage.model_code import OFFLINE_SOURCES
+
+    code = "\n".join((HERE / name).read_text().lower() for name in sorted(set().union(*OFFLINE_SOURCES.values())))
     assert [p["id"] for p in pages if re.search(rf"[\"']{re.escape(p['id'].lower())}[\"']", code)] == []
     assert [c["id"] for c in cases if "-" in c["id"] and c["id"].lower() in code] == []
 

@@ -30,7 +30,7 @@ def main() -> int:
         sys.path.insert(0, str(PROJECT))
         from whichstage import evaluate
         from whichstage import project
-        from whichstage.offline import lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
+        from whichstage.offline import hash_embedder, lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
 
         loaded = evaluate.load_inputs(project.load(Path(folder)))
         print(f"injected latency {os.environ['DOCS_OFFLINE_LATENCY_MS']} ms per model call, "

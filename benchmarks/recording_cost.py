@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZES = [int(a) for a in sys.argv[1:]] or [50, 500, 5000]
 CHILD = """
 import sys, time
-from whichstage.offline import lexical_judge, models  # imports warmed before the clock starts
+from whichstage.offline import hash_embedder, lexical_judge, models  # imports warmed before the clock starts
 from whichstage import evaluate
 from whichstage import project
 from whichstage.inputs import load_inputs

@@ -15,7 +15,8 @@ import pytest
 from conftest import quick_standin
 from whichstage import live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
-from whichstage.standins.gemini import Fault, serve
+from whichstage.standins.gemini import serve
+from whichstage.standins.gemini_faults import Fault
 from test_batch import MODELS, project_with, run, run_full
 
 JUDGE = MODELS["DOCS_JUDGE"]

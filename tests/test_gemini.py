@@ -22,12 +22,13 @@ import pytest
 from whichstage import evaluate
 from whichstage.standins import gemini as gemini_standin
 from whichstage import live_calls
-from whichstage import providers
+from whichstage import preflight, provider_settings, providers
 from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
 from conftest import copy_project, load_project, quick_standin, recorded_calls
-from whichstage.standins.gemini import Fault, serve
+from whichstage.standins.gemini import serve
+from whichstage.standins.gemini_faults import Fault
 from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
 from whichstage.offline.models import plan_tool_calls
 
@@ -388,7 +389,7 @@ def test_each_client_makes_exactly_one_request_per_harness_attempt(at_standin, c
 
 @pytest.mark.parametrize("client", ["chat", "embed", "judge"])
 def test_each_client_times_out_and_only_the_harness_retries_it(at_standin, client, monkeypatch):
-    monkeypatch.setattr(providers, "CALL_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(provider_settings, "CALL_TIMEOUT_S", 0.1)
     silent = Silent()
     monkeypatch.setenv(providers.GEMINI_URL_VARIABLE, silent.url)
     try:
@@ -428,7 +429,7 @@ def test_an_unusable_answer_is_a_plain_error_after_one_attempt(at_standin, clien
     ({"properties": {"reason": {}}}, "...\nAnswer Relevancy Score:\n1.0\n...", "AnswerRelevancyScoreReason"),
 ])
 def test_the_standin_names_a_schema_by_its_title_else_by_its_properties_and_the_prompt(schema, prompt, title):
-    from whichstage.standins.gemini import schema_title
+    from whichstage.standins.gemini_wire import schema_title
 
     assert schema_title(schema, prompt) == title
 
@@ -530,7 +531,7 @@ class Silent:
 
 
 def test_a_server_that_never_answers_exits_2_after_one_short_timeout(project, standin, monkeypatch):
-    monkeypatch.setattr(providers, "PREFLIGHT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(preflight, "PREFLIGHT_TIMEOUT_S", 0.5)
     silent = Silent()
     try:
         done = run(project, standin, "--live", "--quiet", GOOGLE_GEMINI_BASE_URL=silent.url)

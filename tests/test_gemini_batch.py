@@ -21,7 +21,7 @@ from google.genai import errors, types
 from conftest import quick_standin
 from whichstage import providers
 from whichstage.standins import gemini as gemini_standin
-from whichstage.standins.gemini import Fault
+from whichstage.standins.gemini_faults import Fault
 
 HERE = Path(__file__).parent.parent
 CHAT, EMBED, JUDGE = "gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"

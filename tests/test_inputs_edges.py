@@ -160,7 +160,7 @@ def test_a_project_of_all_its_markdown_replays_clean_after_a_live_run(tmp_path, 
 
 
 def test_a_glob_skips_environments_and_package_folders(notes):
-    from whichstage import project
+    from whichstage import project_files
 
     for folder in ("venv/lib", "env2", "node_modules/x", "docs/__pycache__"):
         (notes / folder).mkdir(parents=True)
@@ -168,16 +168,16 @@ def test_a_glob_skips_environments_and_package_folders(notes):
     (notes / "env2" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (notes / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (notes / "docs" / "guide.md").write_text("# Guide\n\nA page of the project.\n")
-    assert [p.relative_to(notes).as_posix() for p in project.files_matching(notes, "**/*.md")] == \
+    assert [p.relative_to(notes).as_posix() for p in project_files.files_matching(notes, "**/*.md")] == \
         ["docs/guide.md", "pages/export.md", "pages/plans.md", "pages/sync.md"]
 
 
 def test_a_glob_may_name_a_package_folder_it_means(notes):
-    from whichstage import project
+    from whichstage import project_files
 
     (notes / "node_modules" / "x").mkdir(parents=True)
     (notes / "node_modules" / "x" / "README.md").write_text("# Named\n\nNamed by the pattern.\n")
-    assert [p.relative_to(notes).as_posix() for p in project.files_matching(notes, "node_modules/*/*.md")] == \
+    assert [p.relative_to(notes).as_posix() for p in project_files.files_matching(notes, "node_modules/*/*.md")] == \
         ["node_modules/x/README.md"]
 
 

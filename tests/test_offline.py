@@ -11,7 +11,8 @@ from whichstage.capture import run
 from whichstage.judging import measure
 from whichstage.offline import lexical_judge
 from whichstage.offline.lexical_judge import LexicalJudge
-from whichstage.offline.models import HashEmbeddings, RulesChatModel, plan_tool_calls
+from whichstage.offline.hash_embedder import HashEmbeddings
+from whichstage.offline.models import RulesChatModel, plan_tool_calls
 from whichstage.offline.words import content, is_refusal
 
 HERE = Path(__file__).parent.parent

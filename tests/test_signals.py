@@ -19,7 +19,10 @@ import pytest
 
 from whichstage import evaluate
 from whichstage import live_calls, providers
-from whichstage.live_calls import Pool, Stopped
+from whichstage import pool as pool_module
+from whichstage.call_errors import is_transient
+from whichstage.pool import Pool
+from whichstage.stopping import SILENT_LIMIT, Stopped
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
 
@@ -142,7 +145,7 @@ def test_a_provider_that_never_answers_ends_the_run_by_itself(project, monkeypat
     # Each kind of call that reaches the silent model (the embedder serves agent runs and the ladder) stops
     # after SILENT_LIMIT calls without an answer, and the calls already running end at their timeout.
     kinds, per_call = 2, live_calls.MAX_ATTEMPTS
-    assert 0 < requests.held <= kinds * (live_calls.SILENT_LIMIT + live_calls.DEFAULT_CONCURRENCY) * per_call
+    assert 0 < requests.held <= kinds * (SILENT_LIMIT + pool_module.DEFAULT_CONCURRENCY) * per_call
 
 
 @pytest.mark.parametrize("client", ["chat", "embed", "judge"])
@@ -205,7 +208,7 @@ def test_a_bad_call_timeout_is_refused_before_any_call(live_project, monkeypatch
 def test_an_answer_after_the_run_stopped_waiting_is_dropped_not_kept(monkeypatch):
     """A call still running once the grace after a stop is over is left behind: should its answer come, it is
     not handed on (so not journaled), as the run has already said what it kept."""
-    monkeypatch.setattr(live_calls, "STOP_GRACE_S", 0.1)
+    monkeypatch.setattr(pool_module, "STOP_GRACE_S", 0.1)
     outcome, done = [], threading.Event()
 
     def left_behind(pool: Pool):
@@ -229,8 +232,8 @@ def test_a_connection_dropped_without_an_answer_is_retried(dropped):
 
     request = httpx.Request("POST", "http://127.0.0.1:9/v1")
     error = getattr(httpx, dropped)("Server disconnected without sending a response.", request=request)
-    assert live_calls.is_transient(RuntimeError("the client's wrapper")) is False
+    assert is_transient(RuntimeError("the client's wrapper")) is False
     try:
         raise RuntimeError("the client's wrapper") from error
     except RuntimeError as wrapped:
-        assert live_calls.is_transient(wrapped)
+        assert is_transient(wrapped)

@@ -6,8 +6,9 @@ tools (whichstage/agent.py) and checks the cases against all of them (whichstage
 from typing import Optional
 
 from whichstage import agent, checks as own_checks
+from whichstage.corpus import read_pages, read_records
 from whichstage.dataset import Validated, load_cases
-from whichstage.project import Project, read_pages, read_records
+from whichstage.project import Project
 
 
 class Loaded:

@@ -1,13 +1,10 @@
 """A project: a folder with `evals.toml` naming its agent, cases, pages, records and the role of each tool.
 
 `load(folder)` reads and checks `evals.toml` (unknown keys refused, one line naming file and key) and returns
-a `Project`; `read_pages` and `read_records` read the corpus and the lookup records it names. Nothing here
-imports the agent: `agent.py` builds it and reads its tools.
+a `Project`; corpus.py reads the pages and records it names. Nothing here imports the agent: `agent.py`
+builds it and reads its tools.
 """
-import glob
 import hashlib
-import json
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -16,10 +13,10 @@ from typing import Any, Optional, Union
 
 from whichstage import json_text
 from whichstage.criteria import score_threshold
-from whichstage.dataset import InputError, read
+from whichstage.dataset import InputError
+from whichstage.project_files import CONFIG, fail, files_of, inside, outside
 from whichstage.stages import JUDGED, THRESHOLD
 
-CONFIG = "evals.toml"
 # The judged stages whose score is a share; facts (every expected fact stated, or not) and the behaviour
 # judgements score 1 or 0, and a lower threshold could only let a failure pass.
 SCALED = [stage for stage in JUDGED if stage != "facts"]
@@ -29,7 +26,6 @@ TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "t
 TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key"),
              "action": ("role",)}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 @dataclass(frozen=True)
@@ -124,66 +120,6 @@ class Project:
 
     def actions(self) -> list[str]:
         return [name for name, r in self.roles.items() if r.role == "action"]
-
-
-# Written by the harness, at the top of the project: a glob never matches a file in them.
-OUTPUTS = ("runs", "recordings", "baselines", ".cache")
-# Installed packages: a wildcard never walks into them, nor into a Python environment (a folder holding
-# pyvenv.cfg); `*` and `**` already skip hidden folders (.venv, .git, .tox).
-PACKAGES = ("node_modules", "site-packages", "__pycache__")
-
-
-def files_of(folder: Path, patterns: list[str], key: str) -> list[Path]:
-    """The files the globs match, each once, in the patterns' order; a glob that matches none is refused."""
-    files: dict[Path, None] = {}
-    for i, pattern in enumerate(patterns):
-        found = files_matching(folder, pattern)
-        if not found:
-            raise fail(f"{key}[{i}]" if len(patterns) > 1 else key, f"{pattern!r} matches no file in {folder}"
-                       + (f" ({', '.join(OUTPUTS)} are never read)" if is_output(pattern) else ""))
-        files.update(dict.fromkeys(found))
-    return list(files)
-
-
-def files_matching(folder: Path, pattern: str) -> list[Path]:
-    """The files a glob (`**` allowed) matches under `folder`, sorted: none the harness writes (OUTPUTS), none in
-    an environment or packages folder the pattern does not name, and none that links outside the folder."""
-    named, seen = set(Path(pattern).parts), {}
-
-    def installed(up: Path) -> bool:
-        if up not in seen:
-            seen[up] = up.name not in named and (up.name in PACKAGES or (folder / up / "pyvenv.cfg").is_file())
-        return seen[up]
-
-    found = []
-    for relative in sorted(Path(p) for p in glob.glob(pattern, root_dir=folder, recursive=True)):
-        if not is_output(relative) and not any(map(installed, relative.parents[:-1])) \
-                and (folder / relative).is_file():
-            found.append(inside(folder, folder / relative))
-    return found
-
-
-def is_output(relative: Union[str, Path]) -> bool:
-    parts = Path(relative).parts
-    return bool(parts) and parts[0] in OUTPUTS
-
-
-def outside(relative: str) -> bool:
-    """A path or glob of evals.toml that leaves the project folder: absolute, or up through '..'."""
-    return Path(relative).is_absolute() or os.path.normpath(relative).split(os.sep)[0] == ".."
-
-
-def inside(folder: Path, path: Path) -> Path:
-    """`path`, refused (one line naming it) when it resolves outside `folder`: a link to a file elsewhere."""
-    target = path.resolve()
-    if not target.is_relative_to(folder.resolve()):
-        raise InputError(f"{Path(os.path.relpath(path, folder)).as_posix()}: a link to {target}, outside the project "
-                         "folder: only files inside it are read")
-    return path
-
-
-def fail(key: str, message: str) -> InputError:
-    return InputError(f"{CONFIG}: {key}: {message}")
 
 
 def expect(value: Any, kind: type, key: str, what: str) -> Any:
@@ -342,113 +278,3 @@ def page_path(table: dict, at: str) -> Optional[str]:
         raise fail(f"{at}.page", f"{value!r} is not a dotted path such as \"metadata.source\" (for a regular "
                    "expression over the chunk's id, use page_pattern)")
     return value
-
-
-# ---- the corpus and the records --------------------------------------------------------------------------
-
-def read_pages(project: Project, validated) -> list[dict]:
-    """The pages as dicts: `id`, `text`, optional `title` and `planted`, and any other metadata. `pages` is a
-    JSON list of pages, or globs of markdown files (one page per file)."""
-    spec = project.pages
-    if spec is None:
-        return []
-    one_file = isinstance(spec, str) and spec.endswith(".json") and not glob.has_magic(spec)
-    if one_file:
-        path = project.path(spec)
-        pages = read(path, spec)
-        validated.check(path, "Pages", {"pages": pages}, label=spec)
-    else:
-        pages = markdown_pages(project, [spec] if isinstance(spec, str) else spec)
-    seen = set()
-    for i, page in enumerate(pages):
-        at = f"{spec}: pages[{i}] ({page['id']})." if one_file else f"{page['id']}: "  # a page is a file
-        if page["id"] in seen:
-            raise InputError(f"{at}id: duplicate id")
-        seen.add(page["id"])
-        planted = page.get("planted", [])
-        stray = [p for p in ([planted] if isinstance(planted, str) else planted) if p not in page["text"]]
-        if stray:
-            raise InputError(f"{at}planted: not in the page's text: {stray[0][:60]!r}")
-    return pages
-
-
-def markdown_pages(project: Project, patterns: list[str]) -> list[dict]:
-    return [markdown_page(path, path.relative_to(project.folder).as_posix())
-            for path in sorted(files_of(project.folder, patterns, "pages"))]
-
-
-def markdown_page(path: Path, page_id: str) -> dict:
-    """One markdown file as a page: YAML front matter as metadata, the first heading as its title."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{page_id}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    meta: dict = {}
-    if text.startswith("---\n") or text.startswith("---\r\n"):
-        end = re.search(r"^---\s*$", text[4:], re.M)
-        if end is None:
-            raise InputError(f"{page_id}: front matter: no closing '---' line")
-        import yaml
-
-        try:
-            meta = yaml.safe_load(text[4:4 + end.start()]) or {}
-        except (yaml.YAMLError, ValueError) as e:  # ValueError: a date like 2024-13-01, a too long integer
-            said = None if isinstance(e, yaml.YAMLError) else json_text.long_integer(text)
-            said = said or f"not valid YAML: {' '.join(str(e).split())[:200]}"
-            raise InputError(f"{page_id}: front matter: {said}") from None
-        if not isinstance(meta, dict):
-            raise InputError(f"{page_id}: front matter: expected key: value lines")
-        meta = json.loads(json.dumps(meta, default=str))  # dates and the like as text: metadata is JSON
-        text = text[4 + end.end():].lstrip("\r\n")
-    for key in ("id", "text"):
-        if key in meta:
-            raise InputError(f"{page_id}: front matter: {key}: set by the file (its path and its body)")
-    planted = meta.get("planted", [])
-    planted = [planted] if isinstance(planted, str) else planted
-    if not isinstance(planted, list) or not all(isinstance(p, str) and p for p in planted):
-        raise InputError(f"{page_id}: front matter: planted: expected a sentence or a list of sentences")
-    if not text.strip():
-        raise InputError(f"{page_id}: the page has no text")
-    text = unwrapped(text)
-    heading = next((m.group(1) for m in map(HEADING.match, text.splitlines()) if m), None)
-    title = heading or meta.get("title") or path.stem
-    return {**meta, "id": page_id, "title": str(title), "text": text, **({"planted": planted} if planted else {})}
-
-
-BLOCK = re.compile(r"^\s*(?:#|[-*+]\s|\d+[.)]\s|>|```|~~~|\||<)|^\s{4}")
-
-
-def unwrapped(text: str) -> str:
-    """Markdown as it reads: the soft line breaks inside a paragraph as spaces, so a sentence wrapped over
-    two lines is one sentence. Headings, list items, quotes, tables and fenced code keep their lines."""
-    lines, out, fenced = text.splitlines(), [], False
-    for line in lines:
-        starts_block = bool(BLOCK.match(line))
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        joinable = out and out[-1].strip() and line.strip() and not starts_block and not fenced \
-            and not BLOCK.match(out[-1]) and not out[-1].endswith("  ")
-        if joinable:
-            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
-        else:
-            out.append(line)
-    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
-
-
-def read_records(project: Project) -> dict[str, dict]:
-    """Each lookup tool's records: a JSON object whose keys are strings and whose values are objects."""
-    found, by_file = {}, {}
-    for name, role in project.roles.items():
-        if role.role != "lookup":
-            continue
-        if role.records not in by_file:
-            records = read(project.path(role.records), role.records)
-            if not isinstance(records, dict):
-                raise InputError(f"{role.records}: expected a JSON object of records by key")
-            bad = next((k for k, v in records.items() if not isinstance(v, dict)), None)
-            if bad is not None:
-                raise InputError(f"{role.records}: {bad}: expected a JSON object (a record)")
-            by_file[role.records] = records
-        found[name] = by_file[role.records]
-    return found
-

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 from whichstage.offline.words import content, sentences, words
 
-# Nouns a person uses for the same kind of record (also the lookups' record nouns, whichstage/offline/models.py).
+# Nouns a person uses for the same kind of record (also the lookups' record nouns, whichstage/offline/references.py).
 SYNONYMS = (frozenset({"issue", "bug", "ticket"}),)
 _CUE = re.compile(r"^\s*(?:(?:please|kindly|now|ok|okay|so)[\s,]+)*(?:(?:can|could|would|will)\s+you\s+"
                   r"(?:please\s+)?|i(?:'d|\s+would)\s+like\s+you\s+to\s+|go\s+ahead\s+and\s+)?(?:please\s+)?",

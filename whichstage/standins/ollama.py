@@ -13,7 +13,8 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from whichstage.offline import lexical_judge
-from whichstage.offline.models import HashEmbeddings, RulesChatModel
+from whichstage.offline.hash_embedder import HashEmbeddings
+from whichstage.offline.models import RulesChatModel
 from whichstage.offline.words import words
 
 # The JSON schema DeepEval sends gives only its title; these titles name one metric's request outright.
@@ -157,10 +158,10 @@ class Handler(BaseHTTPRequestHandler):
 def bundled_roles(folder: Optional[Path] = None) -> dict:
     """The roles the `rules` model behind a stand-in is told (a real model reads only the tools): those of
     the project in `folder`, by default the current folder's."""
-    from whichstage import agent, project
+    from whichstage import agent, corpus, project
 
     loaded = project.load(folder or Path.cwd())
-    return agent.rules_roles(loaded, project.read_records(loaded))
+    return agent.rules_roles(loaded, corpus.read_records(loaded))
 
 
 @contextmanager
