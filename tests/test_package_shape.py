@@ -86,8 +86,5 @@ def too_long() -> dict[str, int]:
     return {name: n for name, n in sorted(lengths.items()) if n > MAX_LINES}
 
 
-@pytest.mark.xfail(strict=False, reason="other helpers are splitting these in parallel: whichstage.cassette, "
-                   "compare, html_report, live_calls, offline.lexical_judge, offline.models, project, providers, "
-                   "stages, standins.gemini")
 def test_no_module_over_400_lines():
     assert not too_long(), f"over {MAX_LINES} lines: {too_long()}"

@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from whichstage.inputs import Loaded
-from whichstage.live_calls import DEFAULT_CONCURRENCY
+from whichstage.pool import DEFAULT_CONCURRENCY
 from whichstage.typed import Report
 
 Folder = Union[str, Path]
