@@ -99,6 +99,16 @@ def live_project(project: Path, monkeypatch) -> Path:
     return project
 
 
+@pytest.fixture
+def fake_models():
+    """Every model the harness builds in this test still answers, counted by kind and label, and chosen calls
+    fail or get a chosen answer (whichstage/testing/fakes.py): rather than patching the harness's functions."""
+    from whichstage.testing.fakes import installed
+
+    with installed() as fake:
+        yield fake
+
+
 def recorded_calls() -> tuple[list[dict], list[str]]:
     """From the bundled recording: every agent trace (counterfactual runs included) and the metric of every
     judge entry, so tests can count the requests a full live run makes."""

@@ -22,7 +22,7 @@ import json
 import math
 import os
 import sys
-from typing import Optional
+from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 from whichstage.redact import (KEY_VARIABLES, URL_VARIABLES, outside_text, printable, secrets,  # noqa: F401
@@ -323,6 +323,25 @@ def preflight(names: list[str]) -> None:
                                     f"run `ollama pull {printable(name)}`")
 
 
+# Hooks handed each model built below, as hook(kind, name, model) -> the model to use; kind is "chat", "embed"
+# or "judge". Empty in a run; tests fake models through it (whichstage/testing/fakes.py).
+MODEL_HOOKS: list[Callable[[str, str, Any], Any]] = []
+
+
+def _hooked(kind: str):
+    """A model builder whose every model passes through MODEL_HOOKS."""
+    def decorate(build):
+        @functools.wraps(build)
+        def built(name: str, *args, **kwargs):
+            model = build(name, *args, **kwargs)
+            for hook in MODEL_HOOKS:
+                model = hook(kind, name, model)
+            return model
+        return built
+    return decorate
+
+
+@_hooked("chat")
 def chat_model(name: str, roles: Optional[dict] = None):
     """The agent's chat model for a name. The offline `rules` model is told each tool's role (whichstage.agent.
     rules_roles), since it chooses tools by role; other models read only the tools' names and descriptions."""
@@ -336,6 +355,7 @@ def chat_model(name: str, roles: Optional[dict] = None):
     return ChatOllama(model=name, temperature=0, reasoning=False, base_url=ollama_url(), **ollama_client_kwargs())
 
 
+@_hooked("embed")
 def embedder(name: str):
     """The embedding model for a name: what the agent's retriever and the ladder's reference index embed with."""
     if name == OFFLINE["embedder"]:
@@ -353,6 +373,7 @@ def embedder(name: str):
     return OllamaEmbeddings(model=name, base_url=ollama_url(), **ollama_client_kwargs())
 
 
+@_hooked("judge")
 def judge_model(name: str):
     """The DeepEval judge for a name. Temperature 0 where the provider takes one."""
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
