@@ -44,9 +44,9 @@ def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_projec
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     expected, full = recording(project), paid(fake_models.reset())
 
-    # Ctrl-C as an agent run asks its model first (none of its calls paid yet), once 7 calls were answered
-    fake_models.fail(lambda call: call.kind == "chat" and call.text == call.label and len(fake_models.calls) >= 7,
-                     KeyboardInterrupt())
+    # Ctrl-C as an agent run asks its model first (none of its calls paid yet), once 7 paid calls were answered
+    fake_models.fail(lambda call: call.kind == "chat" and call.text == call.label and
+                     len(paid(fake_models.calls)) >= 7, KeyboardInterrupt())
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == evaluate.EXIT_INTERRUPTED
     first, kept = paid(fake_models.reset()), journal_entries(journal)  # what completed is on disk
     assert len(first) >= 7 and kept
