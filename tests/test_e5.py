@@ -130,10 +130,13 @@ def searched_pages(trace: dict) -> list:
     return [o["content"] for o in trace["tool_outputs"] if o["tool"] == "search_docs"]
 
 
-def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(project):
+def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(live_project, monkeypatch):
+    from whichstage import evaluate
+
+    project = live_project
+    monkeypatch.setenv("DOCS_EMBEDDER", E5["DOCS_EMBEDDER"])
     bundled = json.loads((HERE / "recordings" / f"{E5_RUN}.json").read_text())["entries"]
-    done = run(project, "evaluate.py", "--live", "--rerecord", "--quiet", "--split", "all", **E5)
-    assert done.returncode == 0, done.stderr
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--split", "all"]) == 0
     again = json.loads((project / "recordings" / f"{E5_RUN}.json").read_text())["entries"]
     assert again.keys() == bundled.keys()
     ladders = [n for n in bundled if n.startswith("ladder/")]
