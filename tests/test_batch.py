@@ -16,7 +16,8 @@ from whichstage import evaluate
 from conftest import copy_project, quick_standin
 from whichstage import batch, live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
-from whichstage.standins.gemini import Fault, serve
+from whichstage.standins.gemini import serve
+from whichstage.standins.gemini_faults import Fault
 
 MODELS = {"DOCS_MODEL": "gemini-3.8-flash", "DOCS_EMBEDDER": "gemini-embedding-2", "DOCS_JUDGE": "gemini-3.8-flash"}
 CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, a lookup, small talk, an abstention

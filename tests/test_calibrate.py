@@ -178,21 +178,15 @@ def test_the_table_marks_each_disagreement():
     assert "<- disagrees" in text and "gates: FAILS" in text and "judge j FAILS calibration" in text
 
 
-def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_project, monkeypatch, capsys):
+def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_project, fake_models, capsys):
     import os
     import signal
 
     from whichstage import calibrate
-    from whichstage import judging
 
-    real, calls = judging.measure, []
-
-    def measure_then_cancel(*args):
-        calls.append(args[0])
-        if len(calls) == 3:
-            os.kill(os.getpid(), signal.SIGTERM)  # what CI sends when a job is cancelled
-        return real(*args)
-    monkeypatch.setattr(judging, "measure", measure_then_cancel)
+    def cancel(call):
+        os.kill(os.getpid(), signal.SIGTERM)  # what CI sends when a job is cancelled
+    fake_models.on_call(lambda call: call.kind == "judge" and len(fake_models.calls) == 2, cancel)
     before = signal.getsignal(signal.SIGTERM)
     assert calibrate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 143
     err = capsys.readouterr().err.strip().splitlines()[-1]

@@ -103,16 +103,18 @@ def chunked_project(folder: Path, naming: str) -> Path:
     return folder
 
 
-@pytest.fixture(params=sorted(RULES))
-def kettle(request, tmp_path, monkeypatch) -> Path:
-    """The chunked project, recorded live with the offline backends, then replayed."""
-    for name, value in OFFLINE.items():
-        monkeypatch.setenv(name, value)
-    folder = chunked_project(tmp_path / "kettle", request.param)
-    assert evaluate.main(["--project", str(folder), "--live", "--quiet", "--split", "all"]) == 0
-    for name in OFFLINE:
-        monkeypatch.delenv(name)
-    assert evaluate.main(["--project", str(folder), "--quiet", "--split", "all"]) == 0
+@pytest.fixture(scope="module", params=sorted(RULES))
+def kettle(request, tmp_path_factory) -> Path:
+    """The chunked project, recorded live with the offline backends, then replayed; once per naming, for the
+    tests that only read it."""
+    folder = chunked_project(tmp_path_factory.mktemp("kettle") / "kettle", request.param)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in OFFLINE.items():
+            patch.setenv(name, value)
+        assert evaluate.main(["--project", str(folder), "--live", "--quiet", "--split", "all"]) == 0
+        for name in OFFLINE:
+            patch.delenv(name)
+        assert evaluate.main(["--project", str(folder), "--quiet", "--split", "all"]) == 0
     return folder
 
 

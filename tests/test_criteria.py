@@ -3,6 +3,7 @@ the built-in ones, in every report format, in compare.py and the baseline; bad t
 depending on its own rubric; calibrated by labelled rows. Every run is of a project made by `init`, through
 `--project`, as a user's would be, with the offline backends."""
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,47 +66,56 @@ def offline(monkeypatch):
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
 
 
-@pytest.fixture
-def recorded(tmp_path, offline, capsys) -> Path:
-    """A new project with two criteria, recorded live with the offline backends, then replayed."""
-    folder = make(tmp_path / "mine")
-    assert run(folder, "--live", "--quiet") == 0
-    assert run(folder) == 0
-    capsys.readouterr()
+@pytest.fixture(scope="module")
+def recorded_once(tmp_path_factory) -> Path:
+    """A new project with two criteria, recorded live with the offline backends, then replayed: for the tests
+    that only read it."""
+    folder = make(tmp_path_factory.mktemp("criteria") / "mine")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in OFFLINE.items():
+            patch.setenv(name, value)
+        assert run(folder, "--live", "--quiet") == 0
+        assert run(folder) == 0
     return folder
+
+
+@pytest.fixture
+def recorded(recorded_once, tmp_path, offline) -> Path:
+    """A copy of recorded_once, for a test that edits it."""
+    return Path(shutil.copytree(recorded_once, tmp_path / "mine"))
 
 
 # ---- the stages, in every report format -----------------------------------------------------------------
 
-def test_a_criterion_is_a_stage_after_the_built_in_ones_in_the_json_report(recorded):
-    summary = json.loads(report(recorded))["summary"]
+def test_a_criterion_is_a_stage_after_the_built_in_ones_in_the_json_report(recorded_once):
+    summary = json.loads(report(recorded_once))["summary"]
     assert list(summary["stages"])[-2:] == ["mentions_online", "on_topic"]
     assert summary["stages"]["mentions_online"]["total"] == 4
 
 
-def test_a_case_failing_only_a_criterion_fails_at_it_naming_what_it_lacks(recorded):
-    failing = row(recorded, "order-status")  # every built-in stage passes; the answer never says 'online'
+def test_a_case_failing_only_a_criterion_fails_at_it_naming_what_it_lacks(recorded_once):
+    failing = row(recorded_once, "order-status")  # every built-in stage passes; the answer never says 'online'
     assert failing["first_failure"] == "mentions_online"
     assert failing["judged"]["mentions_online"]["reason"].endswith("not 'online', 'instantly'.")
 
 
-def test_a_criterion_passes_at_its_own_threshold(recorded):
-    passing = row(recorded, "offline-edits")
+def test_a_criterion_passes_at_its_own_threshold(recorded_once):
+    passing = row(recorded_once, "offline-edits")
     assert passing["criteria"] == {"mentions_online": 0.5, "on_topic": 0.7}
     assert passing["judged"]["mentions_online"]["score"] == 0.5  # 'online', never 'instantly'
     assert passing["first_failure"] is None
 
 
-def test_the_markdown_report_gives_each_criterion_its_rate_and_a_row_per_case(recorded):
-    text = report(recorded, "md")
+def test_the_markdown_report_gives_each_criterion_its_rate_and_a_row_per_case(recorded_once):
+    text = report(recorded_once, "md")
     assert "; mentions_online 1/4 = 25%" in text
     assert "| case | mentions_online | on_topic |" in text
     assert "| order-status | FAIL 0.00 |" in text
     assert "- `order-status` **mentions_online**:" in text
 
 
-def test_the_html_report_carries_each_criterion_in_its_funnel_and_its_cases(recorded):
-    page = report(recorded, "html")
+def test_the_html_report_carries_each_criterion_in_its_funnel_and_its_cases(recorded_once):
+    page = report(recorded_once, "html")
     assert 'data-stage="mentions_online"' in page and 'data-stage="on_topic"' in page
     assert '<td>mentions_online</td><td class="pass num">0.50</td>' in page  # its case's judge table
 
@@ -121,9 +131,9 @@ def test_show_names_a_criterion_as_the_first_failure(recorded, capsys):
     assert "  mentions_online: FAIL 0.00" in shown and "first failure: mentions_online:" in shown
 
 
-def test_compare_counts_a_criterion_per_stage(recorded, tmp_path, capsys):
+def test_compare_counts_a_criterion_per_stage(recorded_once, tmp_path, capsys):
     before = tmp_path / "before.json"
-    before.write_text(report(recorded))
+    before.write_text(report(recorded_once))
     assert compare.main([str(before), str(before)]) == 0
     rates = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  mentions_online "))
     assert rates.split()[1] == "1/4" and "-> 1/4 = 25%" in rates

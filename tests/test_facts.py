@@ -18,7 +18,7 @@ EXPIRY = ["Tokens expire after 90 days", "Unless created with --no-expiry"]
 
 
 def covered(fact: str, answer: str) -> bool:
-    from whichstage.offline.lexical_judge import fact_verdict
+    from whichstage.offline.fact_verdicts import fact_verdict
 
     return fact_verdict(fact, answer)["covered"]
 

@@ -7,7 +7,7 @@ BIKE = "An e-bike costs 9 euros per hour"
 
 
 def covered(fact: str, answer: str) -> bool:
-    from whichstage.offline.lexical_judge import fact_verdict
+    from whichstage.offline.fact_verdicts import fact_verdict
 
     return fact_verdict(fact, answer)["covered"]
 
@@ -17,7 +17,7 @@ def test_a_right_number_with_the_wrong_rate_is_not_stated():
 
 
 def test_the_reason_names_the_rate_the_answer_misses():
-    from whichstage.offline.lexical_judge import fact_verdict
+    from whichstage.offline.fact_verdicts import fact_verdict
 
     assert "9 euro per hour" in fact_verdict(BIKE, "An e-bike costs 9 euros per day.")["reason"]
 

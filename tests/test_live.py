@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from whichstage import capture, judging
-from whichstage import ladder
 from whichstage import live_calls
 from conftest import OFFLINE, OFFLINE_RUN, untimed
 from whichstage.live_calls import CallFailed, Progress, is_transient, with_retries
@@ -16,35 +14,18 @@ from whichstage.live_calls import CallFailed, Progress, is_transient, with_retri
 HERE = Path(__file__).parent.parent
 # The bundled report of the default (dev) split, which a live run without --split rewrites.
 BUNDLED = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
-# Where a live run makes each kind of paid call: the agent, the tool score, the judge's metrics, and the
-# retrieval ladder's rankings.
-MODULES = {"run": capture, "measure": judging, "tool_scores": judging, "project_ranking": ladder,
-           "keyword_ranking": ladder}
-# The argument that names a call: the question for an agent run and a ranking, the metric or question else.
-SUBJECT = {"run": 1, "project_ranking": 1, "keyword_ranking": 2}
-REAL = {name: getattr(module, name) for name, module in MODULES.items()}
+BACKUP = "Where does tracker keep its data, and what should I back up?"  # the question of the case `backup`
 
 
-class Calls:
-    """Counts the model calls evaluate.py makes (agent runs, tool scores, judge metrics) and can stop or
-    break them: `stop_after` raises Ctrl-C once that many have completed; `broken` fails matching ones."""
+def paid(calls: list) -> list:
+    """The calls that answer a case, in a stable order: all but embedding the pages, which each process does
+    again to build its indexes (and to read the agent's tools)."""
+    return sorted(c for c in calls if (c.kind, c.label) != ("embed", "documents"))
 
-    def __init__(self, monkeypatch, stop_after=None, broken=lambda name: False):
-        self.done, self.stop_after, self.broken = [], stop_after, broken
-        for name, real in REAL.items():
-            monkeypatch.setattr(MODULES[name], name, self.wrap(name, real))
 
-    def wrap(self, name, real):
-        def call(*args):
-            label = f"{name}:{args[SUBJECT.get(name, 0)]}:{args[2] if name == 'measure' else ''}"
-            if self.stop_after is not None and len(self.done) >= self.stop_after:
-                raise KeyboardInterrupt
-            if self.broken(label):
-                raise ConnectionResetError("connection reset by peer")
-            value = real(*args)
-            self.done.append(label)
-            return value
-        return call
+def recorded_answer(case_id: str) -> str:
+    entries = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    return entries[f"agent/{case_id}"]["value"]["answer"]
 
 
 def recording(project: Path) -> dict:
@@ -52,37 +33,43 @@ def recording(project: Path) -> dict:
     return untimed(json.loads((project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"])
 
 
-def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_project, monkeypatch, capsys):
+def journal_entries(journal: Path) -> list[dict]:
+    """The journal's whole lines after its header; a torn last line would fail to parse."""
+    return [json.loads(line) for line in journal.read_text().splitlines()[1:]] if journal.exists() else []
+
+
+def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_project, fake_models, capsys):
     project = live_project
-    full = Calls(monkeypatch)
+    journal = project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
-    expected = recording(project)
+    expected, full = recording(project), paid(fake_models.reset())
 
-    first = Calls(monkeypatch, stop_after=7)
+    # Ctrl-C as an agent run asks its model first (none of its calls paid yet), once 7 paid calls were answered
+    fake_models.fail(lambda call: call.kind == "chat" and call.text == call.label and
+                     len(paid(fake_models.calls)) >= 7, KeyboardInterrupt())
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == evaluate.EXIT_INTERRUPTED
-    assert len(first.done) >= 7
-    assert (project / "recordings" / ".docs-assistant+rules+hash+lexical.partial.jsonl").is_file()  # what completed is on disk
-    assert f"interrupted: {len(first.done)} new entries are kept in" in capsys.readouterr().err
+    first, kept = paid(fake_models.reset()), journal_entries(journal)  # what completed is on disk
+    assert len(first) >= 7 and kept
+    assert f"interrupted: {len(kept)} new entries are kept in" in capsys.readouterr().err
 
-    second = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
-    assert sorted(first.done + second.done) == sorted(full.done)  # nothing paid for twice, nothing skipped
+    assert sorted(first + paid(fake_models.calls)) == full  # nothing paid for twice, nothing skipped
     assert recording(project) == expected
-    assert not (project / "recordings" / ".docs-assistant+rules+hash+lexical.partial.jsonl").exists()
+    assert not journal.exists()
 
 
-def test_rerecord_starts_over(live_project, monkeypatch):
-    calls = Calls(monkeypatch)
+def test_rerecord_starts_over(live_project, fake_models):
     assert evaluate.main(["--live", "--quiet"]) == 0
-    assert calls.done == []  # the bundled recording is complete under this key
+    assert paid(fake_models.calls) == []  # the bundled recording is complete under this key
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 0
-    assert len(calls.done) > 10
+    assert len(paid(fake_models.calls)) > 10
 
 
-def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeypatch, capsys):
+def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, fake_models, capsys):
     project = live_project
-    Calls(monkeypatch, broken=lambda label: label == "measure:faithfulness_strict:Where does tracker keep "
-                                                    "its data, and what should I back up?")
+    answer = recorded_answer("backup")
+    fake_models.fail(lambda call: call.label == "faithfulness/Claims" and answer in call.text,
+                     ConnectionResetError("connection reset by peer"))
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     report = json.loads((project / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     row = next(r for r in report["rows"] if r["id"] == "backup")
@@ -95,14 +82,17 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, monkeyp
     retries = [line for line in err.splitlines() if line.startswith("retry ")]
     assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 case errored (" in err
 
-    retry = Calls(monkeypatch)
+    fake_models.reset()
     assert evaluate.main(["--live", "--quiet"]) == 0
-    assert retry.done == ["measure:faithfulness_strict:Where does tracker keep its data, and what should I back up?"]
+    retried = fake_models.calls  # one faithfulness measurement (one Claims request each), of backup's answer
+    assert {c.label.split("/")[0] for c in retried} == {"faithfulness"}
+    assert [answer in c.text for c in retried if c.label == "faithfulness/Claims"] == [True]
 
 
-def test_an_outage_is_counted_apart_from_failures(live_project, monkeypatch):
+def test_an_outage_is_counted_apart_from_failures(live_project, fake_models):
     project = live_project
-    Calls(monkeypatch, broken=lambda label: label.startswith("run:") and "issue 212" in label)
+    fake_models.fail(lambda call: call.kind == "chat" and "issue 212" in call.label,
+                     ConnectionResetError("connection reset by peer"))
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     report = json.loads((project / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
@@ -223,11 +213,6 @@ def test_report_puts_tokens_and_latency_next_to_quality():
     assert "Tokens: agent" in markdown and "Latency: agent run p50" in markdown
 
 
-def journal_entries(journal: Path) -> list[dict]:
-    """The journal's whole lines after its header; a torn last line would fail to parse."""
-    return [json.loads(line) for line in journal.read_text().splitlines()[1:]] if journal.exists() else []
-
-
 @pytest.mark.parametrize("signum, code", [(9, None), (15, 143)])
 def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(live_project, capsys, signum,
                                                                                     code):
@@ -274,10 +259,11 @@ def test_live_options_that_make_no_sense_are_refused(capsys, script, args, messa
     assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_project, monkeypatch, capsys):
+def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_project, fake_models, capsys):
     cases = json.loads((HERE / "cases.json").read_text())["cases"]
     held_out = next(c for c in cases if c["split"] == "holdout")
-    Calls(monkeypatch, broken=lambda label: label.startswith(f"run:{held_out['question']}:"))
+    fake_models.fail(lambda call: call.kind == "chat" and call.label == held_out["question"],
+                     ConnectionResetError("connection reset by peer"))
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
     assert report["summary"]["errors"] == 0  # the dev report itself is whole
@@ -289,17 +275,16 @@ def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_p
 
 # ---- repeats: pass^k and flaky cases --------------------------------------------------------------------------
 
-def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_project, monkeypatch, capsys):
-    """A stand-in model whose answers vary between runs: every second run of one question gets a guess."""
-    real, seen = capture.run, {}
+def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_project, fake_models, capsys):
+    """A model whose answers vary between runs: every second run of one question answers with a guess."""
+    answers = []
 
-    def varying(agent, question, *history):
-        trace = real(agent, question, *history)
-        seen[question] = seen.get(question, 0) + 1
-        if question.startswith("How do I bring back a task") and seen[question] % 2 == 0:
-            trace = {**trace, "answer": "Probably with tracker undo."}
-        return trace
-    monkeypatch.setattr(capture, "run", varying)
+    def restore_answer(call):  # the run's last call: after the tools' outputs
+        if call.kind == "chat" and call.label.startswith("How do I bring back a task") and call.text != call.label:
+            answers.append(call)
+            return len(answers) % 2 == 0
+        return False
+    fake_models.reply(restore_answer, "Probably with tracker undo.")
     assert evaluate.main(["--live", "--quiet", "--repeats", "3", "--concurrency", "1"]) == 0
     report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
     restore = next(r for r in report["rows"] if r["id"] == "restore")

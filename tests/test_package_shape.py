@@ -2,7 +2,6 @@
 import ast
 from pathlib import Path
 
-import pytest
 
 PACKAGE = Path(__file__).parent.parent / "whichstage"
 MAX_LINES = 400

@@ -10,7 +10,8 @@ import pytest
 from conftest import offline_inputs
 from whichstage.project import ToolRole
 from whichstage.trace import read
-from whichstage.offline.models import extractive_answer, plan_tool_calls
+from whichstage.offline.answers import extractive_answer
+from whichstage.offline.models import plan_tool_calls
 
 EVALS_TOML = '''agent = "bikes_agent:build"
 cases = "cases.json"

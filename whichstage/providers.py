@@ -6,8 +6,9 @@ model on an Ollama server (ollama_clients.py).
 The names the rest of the harness imports about providers are importable from here too; each lives where its
 job is: model_names.py, provider_settings.py, model_code.py, preflight.py, gemini_answers.py.
 """
+import functools
 import os
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from whichstage.gemini_clients import gemini_chat, gemini_embedder, gemini_judge
 from whichstage.model_code import check_installed
@@ -26,6 +27,25 @@ from whichstage.provider_settings import (GEMINI_URL_VARIABLE, TIMEOUT_VARIABLE,
 from whichstage.redact import KEY_VARIABLES, URL_VARIABLES, outside_text, printable, shown_url  # noqa: F401
 
 
+# Hooks handed each model built below, as hook(kind, name, model) -> the model to use; kind is "chat", "embed"
+# or "judge". Empty in a run; tests fake models through it (whichstage/testing/fakes.py).
+MODEL_HOOKS: list[Callable[[str, str, Any], Any]] = []
+
+
+def _hooked(kind: str):
+    """A model builder whose every model passes through MODEL_HOOKS."""
+    def decorate(build):
+        @functools.wraps(build)
+        def built(name: str, *args, **kwargs):
+            model = build(name, *args, **kwargs)
+            for hook in MODEL_HOOKS:
+                model = hook(kind, name, model)
+            return model
+        return built
+    return decorate
+
+
+@_hooked("chat")
 def chat_model(name: str, roles: Optional[dict] = None):
     """The agent's chat model for a name. The offline `rules` model is told each tool's role (whichstage.agent.
     rules_roles), since it chooses tools by role; other models read only the tools' names and descriptions."""
@@ -36,6 +56,7 @@ def chat_model(name: str, roles: Optional[dict] = None):
     return gemini_chat(name) if is_gemini(name) else ollama_chat(name)
 
 
+@_hooked("embed")
 def embedder(name: str):
     """The embedding model for a name: what the agent's retriever and the ladder's reference index embed with."""
     if name == OFFLINE["embedder"]:
@@ -50,6 +71,7 @@ def embedder(name: str):
     return gemini_embedder(name) if is_gemini(name) else ollama_embedder(name)
 
 
+@_hooked("judge")
 def judge_model(name: str):
     """The DeepEval judge for a name. Temperature 0 where the provider takes one."""
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")

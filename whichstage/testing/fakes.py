@@ -1,0 +1,140 @@
+"""Fake models for tests, as inspect_ai's mockllm: every model the harness builds by name (the offline backends
+`rules`, `hash`, `lexical` in the tests) still answers, and a test can count its calls by kind and label, fail
+chosen calls, or answer chosen chat calls with a text of its own. Nothing inside the harness is patched: the
+models are wrapped where whichstage/providers.py builds them (its MODEL_HOOKS).
+
+    def test_a_judge_outage_makes_the_run_incomplete(fake_models, live_project):
+        fake_models.fail(lambda call: call.kind == "judge", TimeoutError("read timed out"))
+        assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+        assert fake_models.count("chat") > 0  # the agent still ran
+"""
+import contextlib
+import threading
+from typing import Any, Callable, Iterator, NamedTuple, Optional
+
+
+class Call(NamedTuple):
+    """One model call: its kind ("chat", "embed" or "judge"), what it is about, and its input.
+    - chat: label the question the agent answers (the last user message); text the prompt's last message
+      (the question itself on a run's first call, a tool's output after it);
+    - embed: label "query" or "documents"; text the text (documents joined by blank lines);
+    - judge: label "<metric>/<schema>", the request as the lexical judge reads it ("faithfulness/Claims",
+      "g_eval/ReasonScore" for a behaviour or a criterion, "facts/Verdicts"); text the prompt."""
+    kind: str
+    label: str
+    text: str
+
+
+def _chat_call(messages, *args, **kwargs) -> Call:
+    from langchain_core.messages import HumanMessage
+
+    asked = [m for m in messages if isinstance(m, HumanMessage)]
+    return Call("chat", asked[-1].text if asked else "", messages[-1].text if messages else "")
+
+
+def _judge_call(prompt, schema=None, *args, **kwargs) -> Call:
+    from whichstage.offline.lexical_judge import request_kind
+
+    return Call("judge", "/".join(request_kind(schema)) if schema is not None else "text", str(prompt))
+
+
+# Per kind, the methods every call goes through (the async ones of the offline backends call these), and how
+# each one's arguments read as a Call.
+METHODS: dict[str, dict[str, Callable[..., Call]]] = {
+    "chat": {"_generate": _chat_call},
+    "embed": {"embed_documents": lambda texts, *a, **k: Call("embed", "documents", "\n\n".join(texts)),
+              "embed_query": lambda text, *a, **k: Call("embed", "query", text)},
+    "judge": {"generate": _judge_call},
+}
+
+
+def _chat_reply(text: str):
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+class FakeModels:
+    """The calls answered so far (`calls`, in the order they returned) and the rules for the next ones."""
+
+    def __init__(self):
+        self.calls: list[Call] = []
+        self._rules: list[tuple[Callable[[Call], bool], Callable[[Call], Optional[str]]]] = []
+        self._lock = threading.Lock()
+        self._classes: dict[tuple[str, type], type] = {}
+
+    def on_call(self, when: Callable[[Call], bool], action: Callable[[Call], Optional[str]]) -> None:
+        """Before each call `when` holds for, run `action(call)`: it may raise (the call fails), return None (the
+        model answers) or, for a chat call, return the text to answer with instead."""
+        self._rules.append((when, action))
+
+    def fail(self, when: Callable[[Call], bool], error: BaseException) -> None:
+        """Raise `error` instead of each call `when` holds for; the model is not asked."""
+        def raise_(call: Call) -> None:
+            raise error
+        self.on_call(when, raise_)
+
+    def reply(self, when: Callable[[Call], bool], text: str) -> None:
+        """Answer each chat call `when` holds for with `text` (no tool calls) instead of the model."""
+        self.on_call(when, lambda call: text)
+
+    def count(self, kind: Optional[str] = None, label: Optional[str] = None) -> int:
+        """How many calls were answered, of this kind and label when given."""
+        with self._lock:
+            return sum((kind is None or c.kind == kind) and (label is None or c.label == label) for c in self.calls)
+
+    def reset(self) -> list[Call]:
+        """The calls answered so far; then forget them and every rule."""
+        with self._lock:
+            calls, self.calls, self._rules = self.calls, [], []
+        return calls
+
+    def wrap(self, kind: str, name: str, model: Any) -> Any:
+        """A providers.MODEL_HOOKS hook: the model, its class swapped for a subclass whose calls pass here."""
+        key = (kind, type(model))
+        if key not in self._classes:
+            base = type(model)
+            methods = {method: self._through(kind, getattr(base, method), describe)
+                       for method, describe in METHODS[kind].items()}
+            self._classes[key] = type(f"Fake{base.__name__}", (base,), methods)
+        model.__class__ = self._classes[key]
+        return model
+
+    def _through(self, kind: str, real: Callable, describe: Callable[..., Call]) -> Callable:
+        fake = self
+
+        def method(model, *args, **kwargs):
+            call = describe(*args, **kwargs)
+            answer = fake._before(call)
+            if answer is None:
+                value = real(model, *args, **kwargs)
+            elif kind == "chat":
+                value = _chat_reply(answer)
+            else:
+                raise TypeError(f"only a chat call takes a reply, not {call}")
+            with fake._lock:
+                fake.calls.append(call)
+            return value
+        return method
+
+    def _before(self, call: Call) -> Optional[str]:
+        answer = None
+        for when, action in list(self._rules):
+            if when(call):
+                said = action(call)
+                answer = said if answer is None else answer  # the first rule's text wins
+        return answer
+
+
+@contextlib.contextmanager
+def installed() -> Iterator[FakeModels]:
+    """Within the block, every model providers.py builds is wrapped by one FakeModels."""
+    from whichstage import providers
+
+    fake = FakeModels()
+    providers.MODEL_HOOKS.append(fake.wrap)
+    try:
+        yield fake
+    finally:
+        providers.MODEL_HOOKS.remove(fake.wrap)
