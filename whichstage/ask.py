@@ -14,6 +14,7 @@ from typing import Optional
 from whichstage.console import first_line
 from whichstage.dataset import REFERENCE_PLACEHOLDER  # the reference of a drafted case, which the case set refuses
 from whichstage.stages import documents
+from whichstage import console
 
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # schemas.Id, without importing pydantic
 
@@ -42,10 +43,11 @@ def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,
 
 
 def main(argv: Optional[list[str]] = None, description: str = __doc__) -> int:
+    prog = console.name("assistant.py")  # how the user called this command, for its messages
     from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_MODEL
 
     parser = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=f"""models, named as in evaluate.py --help:
   DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
   DOCS_EMBEDDER  the embedder (default {DEFAULT_EMBEDDER})
@@ -72,7 +74,7 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
     case_id = args.as_case
     if case_id is not None and not CASE_ID.fullmatch(case_id):
         shown = case_id if case_id.isprintable() else repr(case_id)
-        print(f"assistant.py: --as-case {shown}: {ID_RULE}", file=sys.stderr)
+        print(f"{prog}: --as-case {shown}: {ID_RULE}", file=sys.stderr)
         return 2
     model, embedder = providers.chat_model_name(), providers.embedder_name()
     try:
@@ -85,21 +87,21 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
         inputs = Inputs(loaded, model, embedder, providers.judge_name())
         trace = run(agent.builder(inputs, model, embedder)(None), args.question)
     except (providers.ProviderError, InputError) as e:
-        print(f"assistant.py: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the agent's own failure, in one line
-        print(f"assistant.py: the agent failed: {first_line(e)}", file=sys.stderr)
+        print(f"{prog}: the agent failed: {first_line(e)}", file=sys.stderr)
         return 3
     try:
         view = inputs.view(trace)
     except Unreadable as e:
         view, unreadable = None, str(e)
     except InputError as e:  # a page rule in evals.toml that maps a chunk to no page
-        print(f"assistant.py: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     if case_id is not None:
         if view is None:
-            print(f"assistant.py: the case has no expected_docs: {unreadable}", file=sys.stderr)
+            print(f"{prog}: the case has no expected_docs: {unreadable}", file=sys.stderr)
         case = draft_case(case_id, args.question, trace, inputs.roles, inputs.k,
                           None if view is None else view["searches"])
         print(json.dumps(case, indent=2, ensure_ascii=False))

@@ -273,7 +273,8 @@ def run_calibration(project, live: bool = False, rerecord: bool = False, concurr
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+    prog = console.name("calibrate.py")  # how the user called this command, for its messages
+    parser = argparse.ArgumentParser(prog=prog, description=" ".join(__doc__.split("\n\n")[0].split()),
                                      epilog="The judge is DOCS_JUDGE (rules for models as in evaluate.py --help). "
                                             "Exit codes: 0 the judge is calibrated, 1 on a gating metric "
                                             f"agreement below {AGREEMENT:.0%}, kappa below {KAPPA} or fewer than "
@@ -294,24 +295,24 @@ def main(argv: Optional[list[str]] = None) -> int:
         result = run_calibration(projects.load(Path(args.project or ".")), args.live, args.rerecord,
                                  args.concurrency, args.quiet)
     except (InputError, RecordingError, providers.ProviderError) as e:
-        print(f"calibrate.py: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:
-        print(f"calibrate.py: {shown(e.filename) if e.filename else 'output'}: cannot write: {e.strerror or e}",
+        print(f"{prog}: {shown(e.filename) if e.filename else 'output'}: cannot write: {e.strerror or e}",
               file=sys.stderr)
         return EXIT_BAD_INPUT
     except (KeyboardInterrupt, Interrupted) as e:
         kept = f"; {e}" if isinstance(e, Interrupted) else ""
-        print(f"calibrate.py: {'terminated' if terminated else 'interrupted'}{kept}; run --live again to finish",
+        print(f"{prog}: {'terminated' if terminated else 'interrupted'}{kept}; run --live again to finish",
               file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-    stopped = console.write_stdout(table(result), command="calibrate.py")
+    stopped = console.write_stdout(table(result), command=prog)
     if stopped is not None:
         return stopped
     if result["errors"]:
-        print(f"calibrate.py: incomplete: {cases_text(result['errors'])} errored; run --live again", file=sys.stderr)
+        print(f"{prog}: incomplete: {cases_text(result['errors'])} errored; run --live again", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 1 if result["gate_failed"] else 0
 

@@ -2,6 +2,8 @@
 import sys
 from typing import Callable, Optional
 
+from whichstage import console
+
 USAGE = """usage: whichstage [COMMAND] [ARGS...]
 
 Evaluate a LangChain agent stage by stage and name the first failing stage. Without a command, `run`.
@@ -55,6 +57,9 @@ def _ask(argv: list[str]) -> int:
     return main(argv, description="Run a project's agent once on a question and print its trace as JSON.")
 
 
+# The script whose messages each command prints, named by the command the user typed instead.
+SCRIPTS = {"run": ["evaluate.py"], "show": ["evaluate.py"], "init": ["evaluate.py"], "merge": ["evaluate.py"],
+           "calibrate": ["calibrate.py"], "compare": ["compare.py"], "ask": ["assistant.py"]}
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run, "show": _show, "init": _init, "merge": _merge, "calibrate": _calibrate, "compare": _compare,
     "ask": _ask}
@@ -67,12 +72,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(USAGE)
         return 0
     if not argv or argv[0].startswith("-"):
-        return _run(argv)
+        return main(["run", *argv])
     command = COMMANDS.get(argv[0])
     if command is None:
         print(f"whichstage: {argv[0]!r} is not a command (valid: {', '.join(COMMANDS)})", file=sys.stderr)
         return 2
-    return command(argv[1:])
+    called = "whichstage" if argv[0] in ("init", "merge") else f"whichstage {argv[0]}"  # they add their own word
+    before = console.named({script: called for script in SCRIPTS[argv[0]]})
+    try:
+        return command(argv[1:])
+    finally:
+        console.restore(before)
 
 
 def script(command: str, run: Callable[[list[str]], int]) -> None:

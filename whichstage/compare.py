@@ -59,7 +59,8 @@ def write_error(e: OSError) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    prog = console.name("compare.py")  # how the user called this command, for its messages
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("a", help="the baseline run: a report (runs/NAME.json) or a label kept in runs/history "
                         "(LABEL, or RUN/LABEL when the label names several runs)")
     parser.add_argument("b", help="the run to compare with it, named the same way")
@@ -79,7 +80,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if refused:
             raise CompareError(refused)
     except CompareError as e:
-        print(f"compare.py: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     notes = across_lines(report_a, report_b) if args.across else []
     report_a, report_b = common_cases(report_a, report_b) if args.across else (report_a, report_b)
@@ -88,10 +89,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             write_atomic(Path(args.html), html_page(path_a, report_a, path_b, report_b, notes))
         except OSError as e:
-            print(f"compare.py: {args.html}: cannot write: {write_error(e)}", file=sys.stderr)
+            print(f"{prog}: {args.html}: cannot write: {write_error(e)}", file=sys.stderr)
             return 2
         text += f"\n\nHTML written to {args.html}"
-    stopped = console.write_stdout(text, command="compare.py")
+    stopped = console.write_stdout(text, command=prog)
     return 0 if stopped is None else stopped
 
 

@@ -34,6 +34,27 @@ READER_GONE = 0  # `head` closing the pipe early is not the command's failure
 CANNOT_WRITE = 2  # the command's usual code for bad input or an unwritable output
 
 
+_NAMES: dict[str, str] = {}  # the name each command goes by in this process, when not its script's
+
+
+def name(command: str) -> str:
+    """What a message of `command` (a script's name, e.g. "evaluate.py") starts with: that name, or the console
+    script's words for it (`whichstage run`) while the `whichstage` command runs it."""
+    return _NAMES.get(command, command)
+
+
+def named(names: dict[str, str]) -> dict[str, str]:
+    """Messages of each command in `names` start with its new name; returns the names before, to restore."""
+    before = dict(_NAMES)
+    _NAMES.update(names)
+    return before
+
+
+def restore(before: dict[str, str]) -> None:
+    _NAMES.clear()
+    _NAMES.update(before)
+
+
 def visible(text: str) -> str:
     """`text` with each control character (CONTROLS) written as its Python escape (`\\x1b`, `\\x00`,
     `\\u202e`), so it shows as characters; tab and newline kept. Every renderer of outside text applies it."""

@@ -45,6 +45,7 @@ exit codes:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    prog = console.name("evaluate.py")  # how the user called this command, for its messages
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["init"]:
         from whichstage.init import main as init_main
@@ -54,7 +55,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         from whichstage.shards import main as merge_main
 
         return merge_main(argv[1:])
-    parser = argparse.ArgumentParser(description=textwrap.fill(__doc__.splitlines()[0], 79), epilog=EPILOG,
+    parser = argparse.ArgumentParser(prog=prog, description=textwrap.fill(__doc__.splitlines()[0], 79), epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", metavar="DIR", help="the project folder, with its evals.toml (default: the "
                         "current folder); `evaluate.py init DIR` starts one")
@@ -117,7 +118,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
                                               args.repeats, cases, shard, args.plan, args.batch)
             if args.plan:
-                return console.write_stdout(planned, command="evaluate.py") or 0
+                return console.write_stdout(planned, command=prog) or 0
             reports = [report]
             if args.judge2:
                 second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
@@ -132,7 +133,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                   and o["key"]["embedder"] == r["key"]["embedder"]), None))
                            for r in reports if r["key"]["judge"] != args.judge2]
         if args.show:
-            return console.write_stdout(shown_cases(loaded, reports, args.model), command="evaluate.py") or 0
+            return console.write_stdout(shown_cases(loaded, reports, args.model), command=prog) or 0
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
@@ -142,24 +143,24 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:
-        print(f"evaluate.py: {console.visible(str(e))}", file=sys.stderr)
+        print(f"{prog}: {console.visible(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:
-        print(console.visible(f"evaluate.py: {shown(e.filename) if e.filename else 'output'}: cannot write: "
+        print(console.visible(f"{prog}: {shown(e.filename) if e.filename else 'output'}: cannot write: "
                               f"{e.strerror or e}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except (KeyboardInterrupt, Interrupted) as e:
         kept = f": {e}" if isinstance(e, Interrupted) else ""
         how = "terminated" if terminated else "interrupted"
-        print(f"evaluate.py: {how}{kept}" + ("; run --live again to finish" if args.live else ""), file=sys.stderr)
+        print(f"{prog}: {how}{kept}" + ("; run --live again to finish" if args.live else ""), file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-    stopped = console.write_stdout("\n\n".join(texts), command="evaluate.py")
+    stopped = console.write_stdout("\n\n".join(texts), command=prog)
     if stopped is not None:
         return stopped
     if errors:
-        print(f"\nevaluate.py: incomplete: {cases_text(errors)} errored (each error is in the report's first "
+        print(f"\n{prog}: incomplete: {cases_text(errors)} errored (each error is in the report's first "
               "failures); their completed calls are kept, run --live again to retry the rest"
               + ("; no baseline written" if args.save_baseline else ""), file=sys.stderr)
         return EXIT_INCOMPLETE

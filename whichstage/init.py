@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from whichstage import console
+
 EVALS_TOML = '''# The project: its agent, its cases and pages, and the role of each tool (see the README).
 agent = "agent:build"        # the factory: module:function, importable from this folder
 cases = "cases.json"
@@ -120,17 +122,18 @@ def write(folder: Path) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="evaluate.py init", description=__doc__.splitlines()[0])
+    prog = console.name("evaluate.py")  # how the user called this command, for its messages
+    parser = argparse.ArgumentParser(prog=f"{prog} init", description=__doc__.splitlines()[0])
     parser.add_argument("folder", metavar="DIR", help="the new project's folder (new or empty)")
     args = parser.parse_args(argv)
     folder = Path(args.folder)
     try:
         write(folder)
     except ValueError as e:
-        print(f"evaluate.py: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"evaluate.py: {e.filename or folder}: cannot write: {e.strerror or e}", file=sys.stderr)
+        print(f"{prog}: {e.filename or folder}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
     print(f"wrote a project to {folder}; run it with the offline backends:\n"
           f"  DOCS_MODEL=rules DOCS_EMBEDDER=hash DOCS_JUDGE=lexical python evaluate.py --project {folder} --live")

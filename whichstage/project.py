@@ -146,8 +146,8 @@ def load(folder: Path) -> Project:
         text = path.read_text(encoding="utf-8-sig")
         config = tomllib.loads(text)
     except FileNotFoundError:
-        raise InputError(f"{CONFIG}: file not found in {folder} (start a project with `python evaluate.py "
-                         "init DIR`)") from None
+        raise InputError(f"{CONFIG}: file not found in {folder} (pass --project DIR, or start a project with "
+                         "`whichstage init DIR`)") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{CONFIG}: not valid TOML: {e}") from None
     except (OSError, UnicodeDecodeError) as e:

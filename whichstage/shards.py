@@ -9,6 +9,7 @@ project's recording under way (it holds the recording's lock, which the merge ta
 import argparse
 import re
 import sys
+from whichstage import console
 from pathlib import Path
 from typing import Optional
 
@@ -62,7 +63,8 @@ def merged(paths: list[Path]) -> tuple[Path, dict]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="evaluate.py merge", description=__doc__.splitlines()[0])
+    prog = console.name("evaluate.py")  # how the user called this command, for its messages
+    parser = argparse.ArgumentParser(prog=f"{prog} merge", description=__doc__.splitlines()[0])
     parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
     args = parser.parse_args(argv)
     from whichstage.cassette import RecordingError, dumps_recording, entry_count, shown, write_atomic
@@ -76,10 +78,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         finally:
             lock.close()
     except (MergeError, RecordingError) as e:
-        print(f"evaluate.py: merge: {e}", file=sys.stderr)
+        print(f"{prog}: merge: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"evaluate.py: merge: {shown(e.filename) if e.filename else 'output'}: cannot write: "
+        print(f"{prog}: merge: {shown(e.filename) if e.filename else 'output'}: cannot write: "
               f"{e.strerror or e}", file=sys.stderr)
         return 2
     print(f"merged {len(args.shards)} shards ({entry_count(len(content['entries']))}) into {shown(target)}")
