@@ -87,3 +87,10 @@ def too_long() -> dict[str, int]:
 
 def test_no_module_over_400_lines():
     assert not too_long(), f"over {MAX_LINES} lines: {too_long()}"
+
+
+def test_docs_layout_names_every_module_of_the_package():
+    layout = (PACKAGE.parent / "docs" / "layout.md").read_text()
+    unnamed = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
+               if p.name != "__init__.py" and f"`{p.name}`" not in layout and f"{p.parent.name}/{p.name}" not in layout]
+    assert not unnamed, f"docs/layout.md names no job for: {unnamed}"
