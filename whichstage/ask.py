@@ -15,7 +15,7 @@ from whichstage.console import first_line
 from whichstage.dataset import REFERENCE_PLACEHOLDER  # the reference of a drafted case, which the case set refuses
 from whichstage.stages import documents
 
-CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # schemas.Id, without importing pydantic
+CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # model.inputs.Id, without importing pydantic
 
 
 def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,
