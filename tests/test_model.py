@@ -5,12 +5,12 @@ import copy
 import json
 
 import pytest
+from pydantic import ValidationError
 
 import whichstage
 from conftest import OFFLINE_RUN, PROJECT
 from whichstage import evaluate, shapes
 from whichstage.model import inputs, report, trace
-from whichstage.model.errors import first_problem
 
 RECORDING = PROJECT / "recordings" / f"{OFFLINE_RUN}.json"
 
@@ -40,50 +40,68 @@ def plain_path(loc: tuple) -> str:
 
 
 def model_path(model: type, value: dict) -> str:
-    with pytest.raises(Exception) as refused:
+    """The field the model refuses first, as shapes.py writes it."""
+    with pytest.raises(ValidationError) as refused:
         model.model_validate(value)
-    error = refused.value.errors()[0]
-    assert first_problem(value, [error])  # one line
-    return plain_path(error["loc"])
+    return plain_path(refused.value.errors()[0]["loc"])
 
 
 TRACE = {"answer": "a", "tool_calls": [{"name": "search_docs", "args": {"query": "q"}}],
-         "tool_outputs": [{"tool": "search_docs", "content": "[]", "artifact": [{"id": "p", "text": "t"}]}],
-         "usage": {"input_tokens": 3}, "agent_s": 0.5}
-VERDICT = {"score": 0.5, "reason": "r", "judge_s": 0.1, "tokens_in": 3, "tokens_out": 4}
+         "tool_outputs": [{"tool": "search_docs", "content": "[]", "artifact": [{"id": "p", "text": "t"}],
+                           "callbacks": [{"id": "p", "text": "t"}]}],
+         "usage": {"input_tokens": 3}, "agent_s": 0.5, "proposed": [{"tool": "file_bug", "args": {"title": "t"}}]}
+VERDICT = {"score": 0.5, "reason": "r", "judge_s": 0.1, "cost": 0.0, "tokens_in": 3, "tokens_out": 4}
+GONE = object()
+# (the model, the field changed, its new value or GONE): every field of the recorded models, each once.
+DAMAGE = [
+    (trace.Trace, ("answer",), 3), (trace.Trace, ("tool_calls",), {}), (trace.Trace, ("tool_calls", 0, "name"), GONE),
+    (trace.Trace, ("tool_calls", 0, "args"), []), (trace.Trace, ("tool_outputs",), "none"),
+    (trace.Trace, ("tool_outputs", 0, "tool"), 1), (trace.Trace, ("tool_outputs", 0, "content"), ["x"]),
+    (trace.Trace, ("tool_outputs", 0, "artifact"), {}), (trace.Trace, ("tool_outputs", 0, "callbacks", 0), "p"),
+    (trace.Trace, ("tool_outputs", 0, "artifact", 0, "text"), GONE),
+    (trace.Trace, ("tool_outputs", 0, "callbacks", 0, "id"), 7), (trace.Trace, ("usage",), []),
+    (trace.Trace, ("usage", "input_tokens"), 1.5), (trace.Trace, ("agent_s",), "1s"),
+    (trace.Trace, ("proposed",), {}), (trace.Trace, ("proposed", 0, "tool"), ["file_bug"]),
+    (trace.Trace, ("proposed", 0, "args"), GONE),
+    (trace.Verdict, ("score",), GONE), (trace.Verdict, ("score",), "0.5"), (trace.Verdict, ("reason",), 1),
+    (trace.Verdict, ("judge_s",), "fast"), (trace.Verdict, ("cost",), True), (trace.Verdict, ("tokens_in",), True),
+    (trace.Verdict, ("tokens_out",), 0.5),
+]
 
 
-def put(*path, value=None):
-    def change(holder):
-        for part in path[:-1]:
-            holder = holder[part]
-        if value is None:
-            del holder[path[-1]]
-        else:
-            holder[path[-1]] = value
-    return change
+def damaged(model: type, path: tuple, value: object) -> dict:
+    holder = good = copy.deepcopy(TRACE if model is trace.Trace else VERDICT)
+    for part in path[:-1]:
+        holder = holder[part]
+    if value is GONE:
+        del holder[path[-1]]
+    else:
+        holder[path[-1]] = value
+    return good
 
 
-@pytest.mark.parametrize("model, problem, change", [
-    (trace.Trace, shapes.trace_problem, put("answer", value=3)),
-    (trace.Trace, shapes.trace_problem, put("tool_calls", value={})),
-    (trace.Trace, shapes.trace_problem, put("tool_calls", 0, "name")),
-    (trace.Trace, shapes.trace_problem, put("tool_calls", 0, "args", value=[])),
-    (trace.Trace, shapes.trace_problem, put("tool_outputs", 0, "content", value=["x"])),
-    (trace.Trace, shapes.trace_problem, put("tool_outputs", 0, "artifact", 0, "text")),
-    (trace.Trace, shapes.trace_problem, put("usage", "input_tokens", value=1.5)),
-    (trace.Trace, shapes.trace_problem, put("agent_s", value="1s")),
-    (trace.Verdict, shapes.verdict_problem, put("score")),
-    (trace.Verdict, shapes.verdict_problem, put("score", value="0.5")),
-    (trace.Verdict, shapes.verdict_problem, put("reason", value=1)),
-    (trace.Verdict, shapes.verdict_problem, put("tokens_in", value=True)),
-], ids=["answer", "calls", "call name", "call args", "output content", "page text", "tokens", "seconds",
-        "no score", "score", "reason", "tokens in"])
-def test_the_replays_checker_refuses_the_field_the_model_refuses(model, problem, change):
-    good = copy.deepcopy(TRACE if model is trace.Trace else VERDICT)
-    assert problem(good) is None and model.model_validate(good)
-    change(good)
-    assert problem(good).split(":")[0] == model_path(model, good)
+@pytest.mark.parametrize("model, path, value", DAMAGE, ids=[".".join(map(str, path)) for _, path, _ in DAMAGE])
+def test_the_replays_checker_refuses_the_field_the_model_refuses(model, path, value):
+    check = shapes.trace_problem if model is trace.Trace else shapes.verdict_problem
+    bad = damaged(model, path, value)
+    assert check(bad).split(":")[0] == model_path(model, bad) == plain_path(path)
+
+
+def test_the_checkers_accept_the_same_whole_values():
+    assert shapes.trace_problem(TRACE) is None and trace.Trace.model_validate(TRACE)
+    assert shapes.verdict_problem(VERDICT) is None and trace.Verdict.model_validate(VERDICT)
+
+
+def fields(*models: type) -> set:
+    return {field.alias or name for model in models for name, field in model.model_fields.items()}
+
+
+def test_the_comparison_above_covers_every_field_of_the_recorded_models():
+    changed = {model: {p for m, path, _ in DAMAGE if m is model for p in path if isinstance(p, str)}
+               for model in (trace.Trace, trace.Verdict)}
+    held = (trace.ToolCall, trace.ToolOutput, trace.PageRead, trace.Proposal)
+    assert changed[trace.Trace] - {"input_tokens"} == fields(trace.Trace, *held)  # usage's keys are any names
+    assert changed[trace.Verdict] == fields(trace.Verdict) - {"threshold"}  # a row's, never recorded
 
 
 def test_every_recorded_trace_and_verdict_passes_the_models():

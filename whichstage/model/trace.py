@@ -30,13 +30,21 @@ class ToolOutput(Open):
     callbacks: Optional[Pages] = None
 
 
+class Proposal(Open):
+    """An action tool's call, proposed and never run: the tool and its arguments."""
+    tool: MaybeStr = None
+    args: Object
+
+
 class Trace(Open):
-    """One recorded agent run: its answer, calls, outputs, tokens in and out, and wall time in seconds."""
+    """One recorded agent run: its answer, calls, outputs, tokens in and out, wall time in seconds, and the
+    actions it proposed (when it called an action tool)."""
     answer: Str
     tool_calls: Annotated[list[Annotated[ToolCall, wanted("an object")]], wanted("a list")]
     tool_outputs: Annotated[list[Annotated[ToolOutput, wanted("an object")]], wanted("a list")]
     usage: Annotated[dict[str, Whole], wanted("an object")] = Field(default_factory=dict)
     agent_s: Annotated[Optional[float], wanted("a number of seconds")] = None
+    proposed: Annotated[list[Annotated[Proposal, wanted("an object")]], wanted("a list")] = Field(default_factory=list)
 
 
 class Verdict(Open):
