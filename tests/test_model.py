@@ -34,6 +34,19 @@ def test_a_malformed_report_is_refused_in_one_line_naming_the_row_and_field():
         f"rows[1] ({bad['rows'][1]['id']}).retrieval.recall: expected a number, got a string"
 
 
+@pytest.mark.parametrize("fields, problem", [
+    ({"first_failure": "retrieval", "counterfactual": {"available": False}}, "counterfactual.why: missing"),
+    ({"first_failure": "retrieval", "counterfactual": {"fixed": False}}, "counterfactual.first_failure: missing"),
+    ({"first_failure": "tools", "tools": {"pass": False, "reason": "r"}}, "tools.missing: missing"),
+    ({"first_failure": "tools", "tools": {"pass": False, "reason": "r", "deepeval": {}}}, None),
+], ids=["no why", "unfixed without its failure", "tools without missing", "deepeval's tools"])
+def test_a_row_holds_what_says_why_its_first_failing_stage_failed(fields, problem):
+    bad = json.loads((PROJECT / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    bad["rows"][0].update(fields)
+    expected = problem and f"rows[0] ({bad['rows'][0]['id']}).{problem}"
+    assert report.check_report(bad) == expected
+
+
 def plain_path(loc: tuple) -> str:
     """A location as shapes.py writes it: 'value.tool_calls[0].name'."""
     return "value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)

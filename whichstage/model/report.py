@@ -104,33 +104,30 @@ class Row(Open):
                                         "first_failure names it")
         if first not in ROW_STAGES and first not in judged:
             raise shape_error(("judged", first), "missing, but first_failure names it")
-        for at in self.failure_fields():
-            holder = self
-            for name in at[:-1]:
-                holder = holder[name] if isinstance(holder, dict) else getattr(holder, name)
-            if at[-1] not in (holder.model_fields_set if isinstance(holder, Open) else ()):
+        for holder, at in self.why_fields():
+            if at[-1] not in holder.model_fields_set:
                 raise shape_error(at, "missing")
         return self
 
-    def failure_fields(self) -> list[tuple]:
-        """The fields that say why the first failing stage failed (what compare shows of it)."""
-        first = self.first_failure
+    def why_fields(self) -> list[tuple[Open, tuple]]:
+        """The fields that say why the first failing stage failed (what compare shows of it): each with the
+        object holding it and its path in the row."""
+        first, counterfactual = self.first_failure, self.counterfactual
         if first == "tools":
             lists = () if "deepeval" in self.tools.model_fields_set else ("missing", "unexpected")
-            return [("tools", field) for field in ("reason", *lists)]
+            return [(self.tools, ("tools", field)) for field in ("reason", *lists)]
         if first == "behaviour":
-            return [("behaviour", "failures")]
-        if first == "retrieval":
-            counterfactual = self.counterfactual
-            fields = [("retrieval", "missed"), ("retrieved",)]
-            if counterfactual is not None and counterfactual.available is False:
-                return [*fields, ("counterfactual", "why")]
-            if counterfactual is not None and counterfactual.model_fields_set:
-                fields.append(("counterfactual", "fixed"))
-                if counterfactual.fixed is False:
-                    fields.append(("counterfactual", "first_failure"))
-            return fields
-        return [("judged", first, "reason")]
+            return [(self.behaviour, ("behaviour", "failures"))]
+        if first != "retrieval":
+            return [(self.judged[first], ("judged", first, "reason"))]
+        fields = [(self.retrieval, ("retrieval", "missed")), (self, ("retrieved",))]
+        if counterfactual is not None and counterfactual.available is False:
+            return [*fields, (counterfactual, ("counterfactual", "why"))]
+        if counterfactual is not None and counterfactual.model_fields_set:
+            fields.append((counterfactual, ("counterfactual", "fixed")))
+            if counterfactual.fixed is False:
+                fields.append((counterfactual, ("counterfactual", "first_failure")))
+        return fields
 
 
 class Report(Open):
