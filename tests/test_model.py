@@ -47,6 +47,12 @@ def test_a_row_holds_what_says_why_its_first_failing_stage_failed(fields, proble
     assert report.check_report(bad) == expected
 
 
+def test_a_refusal_shows_a_stage_name_with_braces_as_written():
+    bad = json.loads((PROJECT / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    bad["rows"][0]["first_failure"] = "{at}"
+    assert report.check_report(bad).startswith("rows[0] (backup).first_failure: unknown stage '{at}' (valid: ")
+
+
 def plain_path(loc: tuple) -> str:
     """A location as shapes.py writes it: 'value.tool_calls[0].name'."""
     return "value" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)

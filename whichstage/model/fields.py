@@ -7,6 +7,7 @@ from pydantic_core import PydanticCustomError
 
 from whichstage.model.errors import kind
 
+
 class Open(BaseModel):
     """A JSON object of which the model types the fields it names; other fields are kept unchecked."""
     model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
@@ -14,7 +15,7 @@ class Open(BaseModel):
 
 def shape_error(at: tuple, text: str) -> PydanticCustomError:
     """A check across fields refusing the field at `at` (a path below the model that raises it)."""
-    return PydanticCustomError("shape", text, {"at": at})
+    return PydanticCustomError("shape", "{text}", {"text": text, "at": at})  # text as is, braces and all
 
 
 def wanted(text: str) -> WrapValidator:
