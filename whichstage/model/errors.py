@@ -38,5 +38,6 @@ def first_problem(data: Any, errors: list[dict]) -> str:
     """The first of pydantic's errors about `data` as 'rows[0] (backup).tools.pass: missing'; a check across
     fields (error type "shape") names its field below the model in its context."""
     error = errors[0]
-    loc = (*error["loc"], *error.get("ctx", {}).get("at", ()))
-    return f"{where(data, loc)}: {'missing' if error['type'] == 'missing' else error['msg']}"
+    if error["type"] == "shape":  # its text from the context as is: pydantic's message fills in braces
+        return f"{where(data, (*error['loc'], *error['ctx']['at']))}: {error['ctx']['text']}"
+    return f"{where(data, error['loc'])}: {'missing' if error['type'] == 'missing' else error['msg']}"

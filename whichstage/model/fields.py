@@ -15,7 +15,7 @@ class Open(BaseModel):
 
 def shape_error(at: tuple, text: str) -> PydanticCustomError:
     """A check across fields refusing the field at `at` (a path below the model that raises it)."""
-    return PydanticCustomError("shape", "{text}", {"text": text, "at": at})  # text as is, braces and all
+    return PydanticCustomError("shape", "{text}", {"text": text, "at": at})
 
 
 def wanted(text: str) -> WrapValidator:
