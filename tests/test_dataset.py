@@ -319,7 +319,7 @@ def test_the_schema_version_covers_the_models_their_loader_and_pydantic(monkeypa
         dataset.schema_version()
     finally:
         dataset.schema_version.cache_clear()
-    assert read == ["dataset.py", "schemas.py", "version.py"]
+    assert read == ["dataset.py", "inputs.py", "version.py"]
 
 
 @pytest.mark.parametrize("damage", ["not json", "\xff\xfe", "[1, 2]", "{", "nested", "a folder", "a file"])

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_project, load_project, refusal
-from whichstage import matching, schemas
+from whichstage import matching
+from whichstage.model import inputs
 from whichstage.dataset import InputError, check_stated
 from whichstage.stages import argument_errors, tool_verdict
 
@@ -101,7 +102,7 @@ def test_superset_still_counts_each_expected_entry():
 
 
 def test_every_mode_has_a_check_and_the_schema_lists_the_same_modes():
-    assert tuple(matching.CHECKS) == matching.MODES == schemas.TOOLS_MATCH
+    assert tuple(matching.CHECKS) == matching.MODES == inputs.TOOLS_MATCH
 
 
 # ---- the tools stage under a mode ------------------------------------------------------------------------

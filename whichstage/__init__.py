@@ -1,17 +1,20 @@
 """whichstage: evaluate a LangChain agent stage by stage and name each case's first failing stage.
 
 The public API (docs/api.md) is `__all__`; every other module is private. Names load on first use, so
-`import whichstage` imports no model library.
+`import whichstage` imports no model library (`Case`, `Trace`, `Row`, `Report` are pydantic models of the
+dicts the API returns and reads, whichstage/model/).
 """
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "Case", "Trace", "Row", "Report"]
 _HOME = {"load_project": "api", "replay": "api", "record": "api", "compare_runs": "api", "calibrate_judge": "api",
-         "Case": "typed", "Trace": "typed", "Row": "typed", "Report": "typed"}
+         "Case": "model.inputs", "Trace": "model.trace", "Row": "model.report", "Report": "model.report"}
 
 if TYPE_CHECKING:
     from whichstage.api import calibrate_judge, compare_runs, load_project, record, replay
-    from whichstage.typed import Case, Report, Row, Trace
+    from whichstage.model.inputs import Case
+    from whichstage.model.report import Report, Row
+    from whichstage.model.trace import Trace
 
 
 def __getattr__(name: str) -> Any:

@@ -1,11 +1,11 @@
 """The Python API `import whichstage` offers (docs/api.md): the commands' own code, returning data instead of
-printing it. Reports are returned, not written to runs/; recordings are read and written as by the commands."""
+printing it. Reports are returned, not written to runs/; recordings are read and written as by the commands.
+A report is a plain dict that whichstage.Report describes (`Report.model_validate(report)` checks one)."""
 from pathlib import Path
 from typing import Optional, Union
 
 from whichstage.inputs import Loaded
 from whichstage.pool import DEFAULT_CONCURRENCY
-from whichstage.typed import Report
 
 Folder = Union[str, Path]
 
@@ -25,7 +25,7 @@ def loaded(project_or_folder: Union[Loaded, Folder]) -> Loaded:
 
 
 def replay(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev",
-           model: Optional[str] = None) -> list[Report]:
+           model: Optional[str] = None) -> list[dict]:
     """The report of `split` ("dev", "holdout" or "all") of every recorded run (of `model` alone if given),
     offline; a stale recording raises whichstage.cassette.RecordingError saying what changed."""
     from whichstage import pipeline
@@ -34,7 +34,7 @@ def replay(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
 
 
 def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev", model: Optional[str] = None,
-           concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> Report:
+           concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> dict:
     """`--live`: call the models (`model` or DOCS_MODEL, DOCS_EMBEDDER, DOCS_JUDGE) for every entry missing or
     stale, save the recording once every call succeeded, and return the report of `split`."""
     from whichstage import pipeline
@@ -45,7 +45,7 @@ def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
     return report
 
 
-def compare_runs(a: Union[Report, Folder], b: Union[Report, Folder]) -> dict:
+def compare_runs(a: Union[dict, Folder], b: Union[dict, Folder]) -> dict:
     """What `whichstage compare A B` prints, as data: the cases B fixed, broke or moved, and the exact McNemar
     tests overall and per stage. `a` and `b` are reports (as replay returns them) or their JSON files."""
     from whichstage import compare

@@ -16,7 +16,7 @@ from whichstage.dataset import REFERENCE_PLACEHOLDER  # the reference of a draft
 from whichstage.stages import documents
 from whichstage import console
 
-CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # schemas.Id, without importing pydantic
+CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # model.inputs.Id, without importing pydantic
 
 
 def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,

@@ -55,7 +55,7 @@ def load(path: Path) -> dict:
         raise BaselineError(f"{path}: not a baseline (missing {', '.join(missing)})")
     from pydantic import ValidationError
 
-    from whichstage.schemas import Saved
+    from whichstage.model.report import Saved
 
     try:
         Saved.model_validate(data)

@@ -1,6 +1,6 @@
 """Checking input files: a malformed case, page or calibration case fails loudly on load.
 
-`load_cases` checks the case set against the models in schemas.py, the pages and the agent's tools;
+`load_cases` checks the case set against the models in whichstage/model/inputs.py, the pages and the agent's tools;
 `load_calibration` the labelled judge cases. Any problem raises InputError with one line that names the
 file, the case id where there is one, and the field.
 Content that already passed those models (a stamp in `.cache/validated.json` in the project) is not given to
@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from whichstage import matching
 from whichstage.cassette import read_json, write_atomic
+from whichstage.model.errors import where
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 # The reference `assistant.py --as-case` drafts: a case still holding it is refused, since a person decides
@@ -32,29 +33,15 @@ def read(path: Path, label: Optional[str] = None) -> Any:
     return read_json(path, InputError, label or Path(path).name)
 
 
-def where(data: Any, loc: tuple) -> str:
-    """'cases[4] (pipe-colors).expected_docs' from pydantic's location, naming the case by its id."""
-    text, node = "", data
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-            if isinstance(node, dict) and isinstance(node.get("id"), str):
-                text += f" ({node['id'] if node['id'].isprintable() else repr(node['id'])})"
-        else:
-            text += f".{part}" if text else str(part)
-            node = node.get(part) if isinstance(node, dict) else None
-    return text or "top level"
-
-
 def check(path: Path, model: str, data: Any, label: Optional[str] = None) -> None:
-    """Validate `data` against schemas.`model`; its first error becomes one line naming file, case and field."""
+    """Validate `data` against model.inputs.`model`; its first error becomes one line naming file, case and
+    field."""
     from pydantic import ValidationError
 
-    from whichstage import schemas
+    from whichstage.model import inputs
 
     try:
-        getattr(schemas, model).model_validate(data)
+        getattr(inputs, model).model_validate(data)
     except ValidationError as e:
         error = e.errors()[0]
         # Literal and dict-key locations carry pydantic's own tags; keep only real field names and indexes.
@@ -67,10 +54,10 @@ def check(path: Path, model: str, data: Any, label: Optional[str] = None) -> Non
 
 @cache
 def schema_version() -> str:
-    """What a verdict depends on besides the content: this file and schemas.py, pydantic's version. Any
+    """What a verdict depends on besides the content: this file, model/inputs.py and pydantic's version. Any
     change to them invalidates every stamp."""
     digest = hashlib.sha256()
-    for source in (Path(__file__), Path(__file__).with_name("schemas.py")):
+    for source in (Path(__file__), Path(__file__).with_name("model") / "inputs.py"):
         digest.update(source.read_bytes())
     spec = find_spec("pydantic")
     if spec is not None and spec.submodule_search_locations:

@@ -3,6 +3,11 @@ damaged on disk is refused naming the entry and the field, never a traceback lat
 
 `problem(entry, value)` returns "value.answer: expected a string, got 123" or None, by the entry's kind
 (agent/, tools/, judge/, ladder/); `verdict_problem` checks a calibration score.
+
+The fields are those of the models `whichstage.model.trace.Trace` and `Verdict`, checked here by hand because
+the replay reads every recorded value and may not import pydantic: importing it and the models costs about
+90 ms of CPU, against 108 ms for a whole warm replay of the bundled project (docs/measurements.md).
+tests/test_model.py holds the two to the same fields.
 """
 from typing import Any, Optional
 
@@ -30,16 +35,24 @@ def first(*problems: Optional[str]) -> Optional[str]:
 
 def trace_problem(value: Any) -> Optional[str]:
     """An agent run: answer, tool_calls [{name, args}], tool_outputs [{tool, content, artifact?, callbacks?}],
-    usage {input_tokens, output_tokens}, agent_s."""
+    usage {input_tokens, output_tokens}, agent_s, proposed? [{tool, args}]."""
     if not isinstance(value, dict):
         return expect(value, (dict,), "value", "an object (a trace)")
     found = first(expect(value.get("answer"), (str,), "value.answer", "a string"),
                   expect(value.get("tool_calls"), (list,), "value.tool_calls", "a list"),
                   expect(value.get("tool_outputs"), (list,), "value.tool_outputs", "a list"),
                   expect(value.get("usage", {}), (dict,), "value.usage", "an object"),
-                  expect(value.get("agent_s"), NUMBER, "value.agent_s", "a number of seconds", optional=True))
+                  expect(value.get("agent_s"), NUMBER, "value.agent_s", "a number of seconds", optional=True),
+                  expect(value.get("proposed", []), (list,), "value.proposed", "a list"))
     if found:
         return found
+    for i, proposal in enumerate(value.get("proposed", [])):
+        at = f"value.proposed[{i}]"
+        found = expect(proposal, (dict,), at, "an object") or first(
+            expect(proposal.get("tool"), (str,), f"{at}.tool", "a string", optional=True),
+            expect(proposal.get("args"), (dict,), f"{at}.args", "an object"))
+        if found:
+            return found
     for i, call in enumerate(value["tool_calls"]):
         at = f"value.tool_calls[{i}]"
         found = expect(call, (dict,), at, "an object") or first(

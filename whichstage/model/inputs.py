@@ -1,13 +1,13 @@
-"""The pydantic models of the input files and of a baseline, imported only when something needs validating.
+"""The pydantic models of the input files (a case set, pages, calibration cases), imported only when something
+needs validating.
 
-dataset.py and baseline.py turn a validation error into their one-line messages. dataset.py gives pydantic
+dataset.py turns a validation error into its one-line message. dataset.py gives pydantic
 only content that has not passed these models before (its stamps cover this file's source), so a replay of
 unchanged inputs never imports it.
 """
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
 NonEmpty = Field(min_length=1)
 # Ids go into markdown tables, HTML and entry names, so nothing in them may break those.
@@ -108,21 +108,3 @@ class CalibrationSet(Strict):
     version: int = Field(gt=0)
     cases: list[CalibrationCase] = NonEmpty
 
-
-# ---- a baseline file (baseline.py) ---------------------------------------------------------------------
-
-class Rate(TypedDict):
-    passed: Annotated[int, Field(ge=0)]
-    total: Annotated[int, Field(ge=0)]
-
-
-class Saved(BaseModel):
-    """The fields of a baseline file that the check reads, with their types; other fields are ignored."""
-    model_config = ConfigDict(strict=True)
-    measured_with: dict[str, Any]
-    tolerance: float = Field(ge=0)
-    pass_rate: Rate
-    stages: dict[str, Rate]
-    retrieval: dict[str, float]
-    first_failures: dict[str, Optional[str]] = {}
-    ladder: dict[str, dict[str, float]] = {}
