@@ -37,12 +37,14 @@ def _row(r: dict, view: RowView) -> str:
     return f'<tr id="row-{rid}">{"".join(cells)}</tr>'
 
 
-def stage_table(report: dict) -> str:
-    """The stage table: a row per case, each cell coloured only where its verdict gates."""
+def stage_table(report: dict, views: Optional[list[RowView]] = None) -> str:
+    """The stage table: a row per case, each cell coloured only where its verdict gates. `views`: the rows'
+    row_view, when the caller has them."""
     k = report.get("k", "k")
     heads = ["case", "tools called", "behaviour", "tools", f"hit@{k}", f"recall@{k}", "RR", "ctx precision",
              "faithful", "ctx recall", "relevancy", "facts", "first failure"]
-    rows = "".join(_row(r, row_view(r)) for r in report.get("rows", []))
+    rows = report.get("rows", [])
+    rows = "".join(_row(r, v) for r, v in zip(rows, views if views is not None else map(row_view, rows)))
     return (f'<table id="stages"><thead><tr>{"".join(f"<th>{escaped(h)}</th>" for h in heads)}</tr></thead>'
             f"<tbody>{rows}</tbody></table>")
 
@@ -143,10 +145,10 @@ def _why(r: dict, view: RowView) -> str:
                   f"</strong> {escaped(view.counterfactual)}.</p>" if view.counterfactual else "")
 
 
-def case_section(r: dict, default: float = THRESHOLD) -> str:
+def case_section(r: dict, default: float = THRESHOLD, view: Optional[RowView] = None) -> str:
     """A case in detail; `default` is the report's threshold, beside which a verdict judged against another
-    says so."""
-    view = row_view(r)
+    says so; `view` its row_view, when the caller has it."""
+    view = view or row_view(r)
     failure = view.first_failure
     badge = (f'<span class="badge fail">first failure: {escaped(failure)}</span>' if failure
              else '<span class="badge pass">passes every stage</span>')

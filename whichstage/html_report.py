@@ -11,6 +11,7 @@ from html import escape
 from typing import Iterator
 
 from whichstage.console import visible
+from whichstage.stage_view import row_view
 from whichstage.html_cases import case_section, pages as _pages, stage_table  # noqa: F401  (_pages: tests)
 from whichstage.html_figures import BAR_W, FIGURE_CSS, LABEL_W, funnel, pictures  # noqa: F401
 from whichstage.html_text import CSS, escaped  # noqa: F401  (compare.py's page uses them)
@@ -46,7 +47,7 @@ def html(report: dict) -> str:
 def html_parts(report: dict) -> Iterator[str]:
     """The page of `html`, a piece at a time (a case each), so a report of many cases is written without
     being held whole."""
-    key = report.get("key") or {}
+    key, views = report.get("key") or {}, [row_view(r) for r in report.get("rows", [])]
     agent = f"Agent {key['agent']}: " if key.get("agent") else ""
     title = (f"{agent}model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
              f"{' (the offline backends)' if key.get('offline') else ''}")
@@ -54,8 +55,8 @@ def html_parts(report: dict) -> Iterator[str]:
     yield ("<!DOCTYPE html>\n"
            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
            f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{run}{_summary(report)}"
-           f"{pictures(report)}<h2>Stages</h2>{stage_table(report)}<h2>Cases</h2>")
+           f"{pictures(report)}<h2>Stages</h2>{stage_table(report, views)}<h2>Cases</h2>")
     default = report.get("threshold", gating.THRESHOLD)
-    for r in report.get("rows", []):
-        yield case_section(r, default)
+    for r, view in zip(report.get("rows", []), views):
+        yield case_section(r, default, view)
     yield "</body></html>\n"
