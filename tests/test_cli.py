@@ -45,3 +45,29 @@ def test_each_command_is_its_scripts_command(command, script, capsys):
 def test_show_is_run_with_show(here, capsys):
     assert cli.main(["show", "backup"]) == 0
     assert "backup" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_show_without_a_case_is_refused_naming_what_is_missing(capsys):
+    assert cli.main(["show"]) == 2
+    assert capsys.readouterr().err == "whichstage show: name the case: whichstage show ID [run's options]\n"
+
+
+def test_help_to_an_unwritable_stdout_is_one_line(monkeypatch, capsys):
+    class Full:
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+        def flush(self):
+            pass
+    monkeypatch.setattr("sys.stdout", Full())
+    assert cli.main(["--help"]) == 2
+    assert capsys.readouterr().err == "whichstage: stdout: cannot write: No space left on device\n"
+
+
+def test_init_names_the_next_command_as_the_user_called_it(tmp_path, capsys):
+    from whichstage import init
+
+    assert cli.main(["init", str(tmp_path / "a")]) == 0
+    assert "whichstage run --project " in capsys.readouterr().out
+    assert init.main([str(tmp_path / "b")]) == 0
+    assert "python evaluate.py --project " in capsys.readouterr().out

@@ -18,7 +18,7 @@ commands:
   compare    diff two runs case by case, with the exact McNemar test
   ask        run the project's agent once on a question and print its trace
 
-`whichstage COMMAND --help` describes each one."""
+`whichstage COMMAND --help` describes each one; `whichstage --version` says which version is installed."""
 
 
 def _run(argv: list[str]) -> int:
@@ -28,7 +28,10 @@ def _run(argv: list[str]) -> int:
 
 
 def _show(argv: list[str]) -> int:
-    return _run(["--show", *argv] if argv and not argv[0].startswith("-") else argv + ["--show"])
+    if not argv or argv[0].startswith("-"):
+        print("whichstage show: name the case: whichstage show ID [run's options]", file=sys.stderr)
+        return 2
+    return _run(["--show", *argv])
 
 
 def _init(argv: list[str]) -> int:
@@ -69,8 +72,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     """Dispatch `whichstage COMMAND ARGS`; an argument list that starts with an option is `run`'s."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] in (["-h"], ["--help"]):
-        print(USAGE)
-        return 0
+        return console.write_stdout(USAGE, command="whichstage") or 0
+    if argv[:1] == ["--version"]:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return console.write_stdout(f"whichstage {version('whichstage')}", command="whichstage") or 0
+        except PackageNotFoundError:  # run from a clone, not installed
+            return console.write_stdout("whichstage (not installed: run from its clone)", command="whichstage") or 0
     if not argv or argv[0].startswith("-"):
         return main(["run", *argv])
     command = COMMANDS.get(argv[0])

@@ -60,7 +60,7 @@ def write_error(e: OSError) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     prog = console.name("compare.py")  # how the user called this command, for its messages
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=prog, description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("a", help="the baseline run: a report (runs/NAME.json) or a label kept in runs/history "
                         "(LABEL, or RUN/LABEL when the label names several runs)")
     parser.add_argument("b", help="the run to compare with it, named the same way")
@@ -114,5 +114,5 @@ def run_path(run: str, project: Path) -> str:
     labels = kept_labels(project)
     more = f" and {len(labels) - SHOWN_LABELS} more" if len(labels) > SHOWN_LABELS else ""
     listed = f"labels there: {', '.join(labels[:SHOWN_LABELS])}{more}" if labels else \
-        "none kept there yet (evaluate.py --label NAME keeps one)"
+        "none kept there yet: every run that writes a report keeps one, and --label NAME names it"
     raise CompareError(f"{run}: not a report file, nor a label kept in {history} ({listed})")

@@ -59,7 +59,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=textwrap.fill(__doc__.splitlines()[0], 79), epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", metavar="DIR", help="the project folder, with its evals.toml (default: the "
-                        "current folder); `evaluate.py init DIR` starts one")
+                        "current folder); `init DIR` starts one")
     add_live_options(parser, "model calls")
     parser.add_argument("--model", help=f"the model under test (replay: its recordings only; live: default "
                                         f"DOCS_MODEL or {DEFAULT_MODEL})")
@@ -73,7 +73,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "'issue-*'); the report is printed, not written, and the recording keeps the other cases'")
     parser.add_argument("--show", metavar="ID", help="print one case's whole trace, verdicts and first failure")
     parser.add_argument("--shard", metavar="I/N", help="with --live: record the I-th of N fixed slices of the cases "
-                        "into its own recording (`evaluate.py merge` combines them)")
+                        "into its own recording (`merge` combines them)")
     parser.add_argument("--plan", action="store_true", help="with --live: list what would be called, and its "
                         "estimated tokens and cost; call no model, write no recording or report")
     parser.add_argument("--batch", action="store_true", help="with --live: the judge's calls through the Gemini "
@@ -83,7 +83,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
     parser.add_argument("--label", metavar="NAME", help="keep this run's reports as runs/history/<name>/NAME.* "
-                        "beside the latest (default: the UTC time, e.g. 20261201T183000Z); `compare.py` takes it")
+                        "beside the latest (default: the UTC time, e.g. 20261201T183000Z); compare takes it")
     args = parser.parse_args(argv)
     check_live_options(parser, args)
     if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:

@@ -123,7 +123,7 @@ def write(folder: Path) -> None:
 
 def main(argv: Optional[list[str]] = None) -> int:
     prog = console.name("evaluate.py")  # how the user called this command, for its messages
-    parser = argparse.ArgumentParser(prog=f"{prog} init", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"{prog} init", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("folder", metavar="DIR", help="the new project's folder (new or empty)")
     args = parser.parse_args(argv)
     folder = Path(args.folder)
@@ -135,6 +135,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except OSError as e:
         print(f"{prog}: {e.filename or folder}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
+    run = "whichstage run" if prog == "whichstage" else "python evaluate.py"  # as the user called init
     print(f"wrote a project to {folder}; run it with the offline backends:\n"
-          f"  DOCS_MODEL=rules DOCS_EMBEDDER=hash DOCS_JUDGE=lexical python evaluate.py --project {folder} --live")
+          f"  DOCS_MODEL=rules DOCS_EMBEDDER=hash DOCS_JUDGE=lexical {run} --project {folder} --live")
     return 0

@@ -64,7 +64,7 @@ def merged(paths: list[Path]) -> tuple[Path, dict]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     prog = console.name("evaluate.py")  # how the user called this command, for its messages
-    parser = argparse.ArgumentParser(prog=f"{prog} merge", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"{prog} merge", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
     args = parser.parse_args(argv)
     from whichstage.cassette import RecordingError, dumps_recording, entry_count, shown, write_atomic
