@@ -22,6 +22,7 @@ from whichstage.live_calls import SigtermAsInterrupt, add_live_options, check_li
 from whichstage.pipeline import Interrupted, record, replay, shown_cases, subset
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, judge_name
 from whichstage.report import cases as cases_text, markdown
+from whichstage.stage_view import row_view
 from whichstage.run_files import checked_label, write_reports
 from whichstage.selection import SelectionError, parse_shard, report_split, select
 
@@ -141,9 +142,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         verdict = baseline.check(checked, saved) if saved else None
-        texts = [markdown(r) for r in reports]
+        views = [[row_view(r) for r in report["rows"]] for report in reports]  # read by every rendering
+        texts = [markdown(r, v) for r, v in zip(reports, views)]
         if cases is None:  # some cases: printed, not written
-            write_reports(folder, reports, texts, label)
+            write_reports(folder, reports, texts, label, views)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
     except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:

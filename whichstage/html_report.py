@@ -8,10 +8,10 @@ style and escaping html_text's.
 """
 import functools
 from html import escape
-from typing import Iterator
+from typing import Iterator, Optional
 
 from whichstage.console import visible
-from whichstage.stage_view import row_view
+from whichstage.stage_view import RowView, row_view
 from whichstage.html_cases import case_section, pages as _pages, stage_table  # noqa: F401  (_pages: tests)
 from whichstage.html_figures import BAR_W, FIGURE_CSS, LABEL_W, funnel, pictures  # noqa: F401
 from whichstage.html_text import CSS, escaped  # noqa: F401  (compare.py's page uses them)
@@ -44,10 +44,11 @@ def html(report: dict) -> str:
     return "".join(html_parts(report))
 
 
-def html_parts(report: dict) -> Iterator[str]:
+def html_parts(report: dict, views: Optional[list[RowView]] = None) -> Iterator[str]:
     """The page of `html`, a piece at a time (a case each), so a report of many cases is written without
-    being held whole."""
-    key, views = report.get("key") or {}, [row_view(r) for r in report.get("rows", [])]
+    being held whole. `views`: the rows' row_view, when the caller has them."""
+    key = report.get("key") or {}
+    views = views if views is not None else [row_view(r) for r in report.get("rows", [])]
     agent = f"Agent {key['agent']}: " if key.get("agent") else ""
     title = (f"{agent}model {key.get('model', '?')}, embedder {key.get('embedder', '?')}, judge {key.get('judge', '?')}"
              f"{' (the offline backends)' if key.get('offline') else ''}")

@@ -13,7 +13,8 @@ from typing import Optional
 from whichstage import gating, judges, stages
 from whichstage.console import visible
 from whichstage.ladder import markdown_lines as ladder_lines
-from whichstage.stage_view import CAUSE, FAIL, LATER_CAUSE, SUPPLIED, StageResult, failure_reason, row_view
+from whichstage.stage_view import (CAUSE, FAIL, LATER_CAUSE, SUPPLIED, RowView, StageResult, failure_reason,
+                                   row_view)
 from whichstage.stages import deepeval_disagrees, gate_of  # noqa: F401  (gate_of: imported from here)
 from whichstage.stats import rate_text
 
@@ -59,9 +60,10 @@ def seconds(x: Optional[float]) -> str:
 SCORED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
 
 
-def table_row(r: dict) -> str:
-    """A case's row of the stage table: each stage's verdict as row_view gives it, a failing score marked FAIL."""
-    ret, view = r.get("retrieval"), row_view(r).stages
+def table_row(r: dict, view: Optional[RowView] = None) -> str:
+    """A case's row of the stage table: each stage's verdict as row_view gives it (`view`, when the caller has
+    it), a failing score marked FAIL."""
+    ret, view = r.get("retrieval"), (view or row_view(r)).stages
     scores = " | ".join(scored(view[m]) if m in view else "-" for m in SCORED)
     return (f"| {cell(r['id'])} | {cell(', '.join(r['calls'])) or 'none'} | {view['behaviour'].mark} | "
             f"{view['tools'].mark} | {'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | "
@@ -79,14 +81,15 @@ def cases(n: int) -> str:
     return f"{n} case{'' if n == 1 else 's'}"
 
 
-def markdown(report: dict) -> str:
+def markdown(report: dict, views: Optional[list[RowView]] = None) -> str:
     """The whole report: the run it is, the stage table, then `summary`. Only the line starting 'Latency:'
-    prints measured times."""
+    prints measured times. `views`: the rows' row_view, when the caller has them."""
     k = report["k"]
     lines = [f"# {run_line(report)}\n",
              f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
              "| ctx recall | relevancy | facts | first failure |", "|---" * 13 + "|"]
-    lines += [table_row(r) for r in report["rows"]]
+    rows = report["rows"]
+    lines += map(table_row, rows, views if views is not None else map(row_view, rows))
     return visible("\n".join(lines)) + "\n" + summary(report)
 
 

@@ -44,9 +44,11 @@ def file_part(name: str) -> str:
     return f"{readable}~{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
-def report_files(folder: Path, report: dict, text: Optional[str] = None) -> dict[Path, Callable[[], Iterable[str]]]:
+def report_files(folder: Path, report: dict, text: Optional[str] = None,
+                 views: Optional[list] = None) -> dict[Path, Callable[[], Iterable[str]]]:
     """runs/<name>.json, .md and .html of a report, each as the producer of its text's pieces; a split other
-    than dev adds its name. `text` is the report's markdown, when the caller has it already."""
+    than dev adds its name. `text` is the report's markdown and `views` its rows' stage views (stage_view.
+    row_view), when the caller has them already."""
     from whichstage.html_report import html_parts
     from whichstage.report import markdown
 
@@ -55,7 +57,7 @@ def report_files(folder: Path, report: dict, text: Optional[str] = None) -> dict
         "" if report["split"] == "dev" else f".{report['split']}")
     return {runs / f"{name}.json": lambda: json_lines(report),
             runs / f"{name}.md": lambda: [text or markdown(report), "\n"],
-            runs / f"{name}.html": lambda: html_parts(report)}
+            runs / f"{name}.html": lambda: html_parts(report, views)}
 
 
 def json_lines(report: dict) -> Iterator[str]:
@@ -140,11 +142,13 @@ def checked_label(label: Optional[str]) -> Optional[str]:
     return label
 
 
-def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Optional[str] = None) -> None:
+def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Optional[str] = None,
+                  views: Optional[list[list]] = None) -> None:
     """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep a copy in the
     history as runs/history/<name>/<label>.*. An explicit label that already holds another report is refused
     before anything is written; without one, the UTC time is the label, with -2, -3... if that second is taken."""
-    latest = [report_files(folder, report, text) for report, text in zip(reports, texts)]
+    latest = [report_files(folder, report, text, seen)
+              for report, text, seen in zip(reports, texts, views or [None] * len(reports))]
     if label is None:
         label = free_label(latest, utc_now().strftime(TIME_LABEL))
     for files in latest:
