@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from whichstage import matching
 from whichstage.cassette import read_json, write_atomic
-from whichstage.model.errors import where
+from whichstage.model.errors import InputError, where  # noqa: F401  (InputError: imported from here too)
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 # The reference `assistant.py --as-case` drafts: a case still holding it is refused, since a person decides
@@ -23,10 +23,6 @@ ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 REFERENCE_PLACEHOLDER = "TODO: write the right answer; a case with this reference is refused"
 PAGE_ID_RULE = "a page id may not hold '|', '`' or a line break, nor start or end with a space"
 CACHE = Path(".cache") / "validated.json"  # beside the input files; gitignored
-
-
-class InputError(Exception):
-    """An input file that cannot be used as it is."""
 
 
 def read(path: Path, label: Optional[str] = None) -> Any:

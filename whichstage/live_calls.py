@@ -8,6 +8,7 @@ import time
 from typing import Any, Callable
 
 from whichstage.call_errors import causes, is_transient, one_line, retry_after
+from whichstage.model.errors import InputError
 from whichstage.stopping import Attempt, Silent, Stopped, current_attempt, current_guard, pause, refuse_if_stopped
 
 # What the commands and the batch API import with the calls they make, from where it lives:
@@ -43,7 +44,7 @@ def with_retries(name: str, call: Callable[[], Any], log: Callable[[str], None])
         token = current_attempt.set(this)
         try:
             value = call()
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit, InputError):  # bad input (a factory that raised) ends the run
             raise
         except Exception as error:  # noqa: BLE001 - any SDK error is classified, then retried or reported
             refuse_if_stopped()  # a client's refusal, however its SDK wrapped it, is the stop

@@ -1,6 +1,10 @@
-"""A validation error as one line: the field's path, naming each list item by its id, and what was wrong.
-Pure, standard library (dataset.py uses `where` on a replay, which never imports pydantic)."""
+"""Bad input as one line: `InputError`, and a validation error's field path (each list item named by its id)
+and what was wrong. Pure, standard library (dataset.py uses `where` on a replay, which never imports pydantic)."""
 from typing import Any
+
+
+class InputError(Exception):
+    """An input file that cannot be used as it is: one line naming the file and the field."""
 
 
 def kind(value: object) -> str:
