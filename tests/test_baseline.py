@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import OFFLINE_RUN
 from whichstage import baseline
 from whichstage.baseline import BaselineError, check, from_report
 
@@ -120,3 +121,12 @@ def test_with_several_runs_the_baseline_picks_its_own_model():
     assert baseline.select([other, REPORT], from_report(REPORT)) is REPORT
     with pytest.raises(BaselineError, match="name the one for the baseline with --model"):
         baseline.select([other, REPORT], None)
+
+
+def test_a_baseline_of_another_split_says_which_split_to_run(here, capsys):
+    from whichstage import evaluate
+
+    baseline = f"baselines/{OFFLINE_RUN}.json"  # saved with --split all
+    assert evaluate.main(["--check-baseline", baseline]) == 2
+    err = capsys.readouterr().err
+    assert "measured differently: split (all -> dev)" in err and err.rstrip().endswith("; run with --split all")

@@ -206,7 +206,8 @@ def test_a_baseline_saved_with_other_thresholds_is_refused_not_compared(mine, ca
     capsys.readouterr()
     assert run(mine, "--check-baseline", "saved.json") == 2
     out, err = capsys.readouterr()
-    assert err == "evaluate.py: baseline was measured differently: thresholds.faithfulness (0.7 -> 0.9)\n"
+    assert err == ("evaluate.py: baseline was measured differently: thresholds.faithfulness (0.7 -> 0.9); if the "
+                   "change is deliberate, save a new baseline with --save-baseline FILE\n")
     assert "regression" not in out
 
 

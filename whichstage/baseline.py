@@ -93,7 +93,10 @@ def check(report: dict, baseline: dict) -> Verdict:
                if f not in ("threshold", "thresholds") and after.get(f) != v]
     differs += [f"{field} ({a} -> {b})" for field, a, b in threshold_differences(before, after)]
     if differs:
-        raise BaselineError("baseline was measured differently: " + ", ".join(differs))
+        split = before.get("split")
+        hint = f"; run with --split {split}" if split != after.get("split") else \
+            "; if the change is deliberate, save a new baseline with --save-baseline FILE"
+        raise BaselineError("baseline was measured differently: " + ", ".join(differs) + hint)
     tolerance, regressions = baseline["tolerance"], []
     for case, recall in baseline["retrieval"].items():
         now = current["retrieval"].get(case)
