@@ -1,5 +1,6 @@
 """A big case set on one machine: `--live` from nothing, `--live` with nothing to do, a replay, and a replay
-of the recording unstamped (its stamp in .cache/checked deleted, so every entry is checked again), each with
+of the recording unstamped (its stamp in .cache/checked deleted, so every entry is checked again: a harness
+before 2026-12-01 stamped; today's checks every entry on every replay), each with
 its wall time, CPU time and peak memory (the maximum resident set of that one process), on the bundled project grown
 to N cases with the offline backends at the default concurrency.
 
