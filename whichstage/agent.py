@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from whichstage import actions, providers
+from whichstage.call_errors import causes, is_transient
 from whichstage.cassette import write_atomic
 from whichstage.console import first_line
 from whichstage.dataset import InputError
 from whichstage.live_calls import locked_once
 from whichstage.project import CONFIG, Project
+from whichstage.stopping import Silent, Stopped
 
 _IMPORTING = threading.RLock()
 
@@ -85,6 +87,8 @@ def build_agent(project: Project, values: dict[str, Any]):
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001
+        if is_transient(e) or any(isinstance(c, (Stopped, Silent)) for c in causes(e)):
+            raise  # its model's provider failed (building an index embeds), not the factory: a call's failure
         raise InputError(f"{CONFIG}: agent: {project.agent} raised {first_line(e)}") from None
     if not isinstance(agent, Runnable):
         raise InputError(f"{CONFIG}: agent: {project.agent} returned {type(agent).__name__}, not a LangChain "
