@@ -151,6 +151,10 @@ class Rounds:
         """Send the round once every running metric waits on a request (see settle)."""
         if self.waiting and self.flushing is None:
             self.flushing = asyncio.get_running_loop().create_task(self.settle())
+            # A stop (KeyboardInterrupt) that lands while this task runs ends the run from the loop; the task
+            # keeps it too, and is marked retrieved here, so the exit prints no "Task exception was never
+            # retrieved".
+            self.flushing.add_done_callback(lambda task: task.cancelled() or task.exception())
 
     async def settle(self) -> None:
         """Let the other metrics run up to their next request first (a metric may ask two things at once),
