@@ -46,20 +46,10 @@ def trace_problem(value: Any) -> Optional[str]:
                   expect(value.get("proposed", []), (list,), "value.proposed", "a list"))
     if found:
         return found
-    for i, proposal in enumerate(value.get("proposed", [])):
-        at = f"value.proposed[{i}]"
-        found = expect(proposal, (dict,), at, "an object") or first(
-            expect(proposal.get("tool"), (str,), f"{at}.tool", "a string", optional=True),
-            expect(proposal.get("args"), (dict,), f"{at}.args", "an object"))
-        if found:
-            return found
-    for i, call in enumerate(value["tool_calls"]):
-        at = f"value.tool_calls[{i}]"
-        found = expect(call, (dict,), at, "an object") or first(
-            expect(call.get("name"), (str,), f"{at}.name", "a string"),
-            expect(call.get("args"), (dict,), f"{at}.args", "an object"))
-        if found:
-            return found
+    found = first(named_calls(value.get("proposed", []), "value.proposed", "tool", optional=True),
+                  named_calls(value["tool_calls"], "value.tool_calls", "name"))
+    if found:
+        return found
     for i, output in enumerate(value["tool_outputs"]):
         at = f"value.tool_outputs[{i}]"
         found = expect(output, (dict,), at, "an object") or first(
@@ -71,6 +61,19 @@ def trace_problem(value: Any) -> Optional[str]:
             return found
     for field, count in value.get("usage", {}).items():
         found = expect(count, (int,), f"value.usage.{field}", "a whole number")
+        if found:
+            return found
+    return None
+
+
+def named_calls(calls: list, at: str, name: str, optional: bool = False) -> Optional[str]:
+    """The first problem of a list of calls (tool calls, proposed actions): each an object with a string `name`
+    field (absent if `optional`) and an `args` object."""
+    for i, call in enumerate(calls):
+        where = f"{at}[{i}]"
+        found = expect(call, (dict,), where, "an object") or first(
+            expect(call.get(name), (str,), f"{where}.{name}", "a string", optional=optional),
+            expect(call.get("args"), (dict,), f"{where}.args", "an object"))
         if found:
             return found
     return None
