@@ -7,7 +7,7 @@ damaged on disk is refused naming the entry and the field, never a traceback lat
 The fields are those of the models `whichstage.model.trace.Trace` and `Verdict`, checked here by hand because
 the replay reads every recorded value and may not import pydantic: importing it and the models costs about
 90 ms of CPU, against 108 ms for a whole warm replay of the bundled project (docs/measurements.md).
-tests/test_model.py holds the two to the same fields.
+tests/project/test_model.py holds the two to the same fields.
 """
 from typing import Any, Optional
 
