@@ -215,8 +215,9 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
                 rounds.journal.path.unlink(missing_ok=True)  # every answer is in the recording now
             gone = cassette.dropped()
             dropped = f", dropped {gone} no longer current" if gone else ""
-            progress.log(f"recorded {entry_count(cassette.computed, 'new')}, kept {cassette.reused()}{dropped}: "
-                         + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
+            index = " and the pages' index" if cassette.indexed else ""  # an entry of no call, counted apart
+            progress.log(f"recorded {entry_count(cassette.computed, 'new')}{index}, kept {cassette.reused()}"
+                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
     finally:
         cassette.close()  # the recording is free for the next live run
     planned = None

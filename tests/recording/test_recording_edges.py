@@ -200,3 +200,20 @@ def test_changed_parts_are_named_a_few_then_counted():
     new = {"a": "1", "b": "9", "c": "8", "e": "5", "f": "6"}
     assert parts_changed(old, new) == "b edited, c edited, e added, and 2 more"  # f added, d removed
     assert parts_changed(old, dict(reversed(old.items()))) == "the same ones, in another order"
+
+
+def test_a_first_recording_says_it_wrote_the_pages_index_beside_its_entries(tmp_path, monkeypatch, capsys):
+    from conftest import OFFLINE
+    from whichstage import evaluate, init
+    from whichstage.cassette import read_recording
+
+    assert init.main([str(tmp_path / "p")]) == 0
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    assert evaluate.main(["--project", str(tmp_path / "p"), "--live", "--quiet"]) == 0
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    [recording] = (tmp_path / "p" / "recordings").glob("*.json")
+    entries = read_recording(recording)["entries"]
+    assert "index/pages" in entries
+    assert said.startswith(f"recorded {len(entries) - 1} new entries and the pages' index, kept 0: wrote ")
