@@ -2,7 +2,7 @@
 pass rates, and the exact McNemar test on the paired cases, overall and per stage."""
 from typing import Optional
 
-from whichstage.compare_shapes import ERROR
+from whichstage.model.report import ERROR
 from whichstage.stages import failure_reason, stage_order, stage_results
 from whichstage.stats import mcnemar_exact, rate, rate_text
 

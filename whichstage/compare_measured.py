@@ -3,7 +3,8 @@ one of them holds; for a comparison across them (--across), what differs and the
 import json
 from typing import Optional
 
-from whichstage.compare_shapes import MEASURED_BY, one_line
+from whichstage.model.errors import one_line
+from whichstage.model.report import MEASURED_BY
 from whichstage.stages import threshold_differences
 
 SHOWN_IDS = 3  # how many differing case ids a refusal names

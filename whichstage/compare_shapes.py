@@ -1,8 +1,7 @@
 """A report read back by compare: read, recognised as a report, and checked against whichstage.model.report,
 each problem one line naming the file, the row and the field."""
 from whichstage.cassette import read_json
-from whichstage.model.errors import one_line  # noqa: F401  (compare_measured names case ids with it)
-from whichstage.model.report import ERROR, MEASURED_BY, check_report  # noqa: F401
+from whichstage.model.report import check_report
 
 
 class CompareError(Exception):

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 from whichstage.console import visible
 from whichstage.stage_view import RowView, row_view
-from whichstage.html_cases import case_section, pages as _pages, stage_table  # noqa: F401  (_pages: tests)
+from whichstage.html_cases import case_section, stage_table
 from whichstage.html_figures import BAR_W, FIGURE_CSS, LABEL_W, funnel, pictures  # noqa: F401
 from whichstage.html_text import CSS, escaped  # noqa: F401  (compare.py's page uses them)
 from whichstage.report import run_line, summary

@@ -15,7 +15,7 @@ from whichstage.console import visible
 from whichstage.ladder import markdown_lines as ladder_lines
 from whichstage.stage_view import (CAUSE, FAIL, LATER_CAUSE, SUPPLIED, RowView, StageResult, failure_reason,
                                    row_view)
-from whichstage.stages import deepeval_disagrees, gate_of  # noqa: F401  (gate_of: imported from here)
+from whichstage.stages import deepeval_disagrees
 from whichstage.stats import rate_text
 
 

@@ -355,3 +355,13 @@ def test_a_live_run_stopped_by_its_page_rule_keeps_the_traces_it_paid_for(tmp_pa
     assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
     assert "from the last run (not interrupted: it ended incomplete, stopped by bad input) are kept" in \
         capsys.readouterr().err
+
+
+def test_a_chunked_replay_writes_each_search_in_its_row(tmp_path, monkeypatch):
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    folder = chunked_project(tmp_path / "kettle", "metadata")
+    assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+    row, = [r for r in json.loads((folder / "runs" / f"{RUN}.json").read_text())["rows"]
+            if r["id"] == "fill-and-warranty"]
+    assert row["searches"] == [row["retrieved"]] and row["retrieved"][:2] == ["manual/setup.md"] * 2

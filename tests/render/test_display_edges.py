@@ -1,16 +1,13 @@
 """What `--show` and the HTML report display agrees with what is scored: a search's documents (two chunks of
 one page once, ranked as scoring ranks them), a fact verdict that wraps still reads as one fact, and a
 misspelt key under [tools.NAME] is named as the unknown key it is."""
-import json
 import re
 
 import pytest
 
-from whichstage import evaluate
-from conftest import OFFLINE
 from whichstage import show
 from whichstage.dataset import InputError
-from whichstage.html_report import _pages
+from whichstage.html_cases import pages as _pages
 from whichstage.project import tool_role
 
 CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
@@ -49,18 +46,6 @@ def test_the_html_ranks_each_search_from_one():
     lists = re.findall(r"<p>Search (\d):</p><ol>(.*?)</ol>", html)
     assert [(n, re.findall(r"<li[^>]*>(.*?)</li>", items)) for n, items in lists] == [
         ("1", ["guides/returns.md"]), ("2", ["guides/damage.md &#10003; expected", "guides/returns.md"])]
-
-
-def test_a_chunked_replay_writes_each_search_in_its_row(tmp_path, monkeypatch):
-    from test_chunks import RUN, chunked_project
-
-    for name, value in OFFLINE.items():
-        monkeypatch.setenv(name, value)
-    folder = chunked_project(tmp_path / "kettle", "metadata")
-    assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
-    row, = [r for r in json.loads((folder / "runs" / f"{RUN}.json").read_text())["rows"]
-            if r["id"] == "fill-and-warranty"]
-    assert row["searches"] == [row["retrieved"]] and row["retrieved"][:2] == ["manual/setup.md"] * 2
 
 
 def test_a_long_fact_verdict_wraps_onto_an_indented_line_not_a_new_bullet():
