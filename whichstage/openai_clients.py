@@ -7,6 +7,8 @@ judge's `generate` replaced, which drops the tenacity retry DeepEval wraps aroun
 call_timeout() seconds, on an httpx2 client (the openai SDK's transport) carrying the run's request hooks
 (stopping.client_options: no request once the run is stopped or OpenAI is taken as silent).
 """
+import dataclasses
+
 from whichstage.gemini_answers import BlockedResponse, EmptyResponse, parsed_answer
 from whichstage.provider_settings import call_timeout, hosted_key, hosted_url
 from whichstage.stopping import client_options
@@ -38,13 +40,15 @@ def openai_chat(name: str):
 
 
 def openai_embedder(name: str):
-    """OpenAIEmbeddings sending the texts as they are (check_embedding_ctx_length=False): its length check
-    would tokenise them with tiktoken, which downloads its encodings on first use."""
+    """OpenAIEmbeddings sending the texts as they are (check_embedding_ctx_length=False: its length check
+    would tokenise them with tiktoken, which downloads its encodings on first use), and asking for the vectors
+    as JSON numbers, which every OpenAI-compatible server speaks (the SDK asks for base64 float32 unless told)."""
     from langchain_openai import OpenAIEmbeddings
 
     settings = connection()
     settings["request_timeout"] = settings.pop("timeout")
-    return OpenAIEmbeddings(model=name, check_embedding_ctx_length=False, **settings)
+    return OpenAIEmbeddings(model=name, check_embedding_ctx_length=False, model_kwargs={"encoding_format": "float"},
+                            **settings)
 
 
 def json_text(text: str) -> str:
@@ -107,4 +111,8 @@ def openai_judge(name: str):
             return OpenAI(**{k: v for k, v in settings.items() if k != "http_async_client"})
 
     settings = connection()
-    return OpenAIJudge(model=name, api_key=settings["api_key"], base_url=settings["base_url"], temperature=0)
+    judge = OpenAIJudge(model=name, api_key=settings["api_key"], base_url=settings["base_url"], temperature=0)
+    # GEval asks a model with log probabilities through generate_raw_response, which DeepEval retries itself;
+    # without them it asks `generate`, as it asks every other judge here: one attempt, the same kind of score.
+    judge.model_data = dataclasses.replace(judge.model_data, supports_log_probs=False)
+    return judge

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
                429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
-MESSAGES = {429: "Rate limit reached for requests. Please try again in 1s.",
+MESSAGES = {429: "Rate limit reached for requests.",
             500: "The server had an error while processing your request. Sorry about that!",
             503: "The engine is currently overloaded, please try again later."}
 
