@@ -71,3 +71,12 @@ def is_gemini(name: str) -> bool:
 def is_offline(name: str) -> bool:
     """Runs here, with no network and no key: the offline backends and the local `e5-small` embedder."""
     return name in OFFLINE.values() or name == E5_EMBEDDER
+
+
+def cannot_embed(name: str) -> Optional[str]:
+    """Why a model cannot be the embedder, in one line; None when it may be."""
+    if provider_of(name) != "anthropic":
+        return None
+    shown = name if name.isprintable() else repr(name)
+    return (f"DOCS_EMBEDDER={shown}: Anthropic has no embeddings API; name another provider's embedder "
+            "(openai:text-embedding-3-small, google_genai:gemini-embedding-001, ollama:nomic-embed-text, hash)")

