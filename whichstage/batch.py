@@ -32,6 +32,7 @@ from typing import Any, Awaitable, Callable, Optional
 
 from whichstage import live_calls
 from whichstage.live_calls import CallFailed, one_line
+from whichstage.model_names import model_of
 from whichstage.providers import env_seconds
 from whichstage.redact import outside_text
 
@@ -351,8 +352,8 @@ def measurer(judge: str, recording: Path, log: Callable[[str], None]) -> Callabl
     """The measurer of a --batch run: [(entry, judging.Measure)] -> entry -> its value or the exception that
     stopped it, in rounds journaled beside the recording (`.NAME.batch.jsonl`, the measurer's `journal`)."""
     journal = Journal(recording.with_name(f".{recording.stem}.batch.jsonl"))
-    rounds = Rounds(client(), judge, journal, log)
-    judge_model = batch_judge(judge, rounds)
+    rounds = Rounds(client(), model_of(judge), journal, log)  # google_genai:NAME is NAME to Gemini
+    judge_model = batch_judge(model_of(judge), rounds)
 
     def measure(jobs: list) -> dict:
         return asyncio.run(measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs], rounds))

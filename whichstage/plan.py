@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any, Callable, Optional
 
 from whichstage.cassette import entry_count
+from whichstage.model_names import model_of, provider_of
 from whichstage.selection import case_of
 
 # Tokens per call when the recording has no measured entry of the kind: a rough rule, stated in the plan.
@@ -82,16 +83,22 @@ def measured(recorded: dict[str, dict]) -> dict[str, tuple[float, float, int]]:
     return {key: (s[0] / s[2], s[1] / s[2], s[2]) for key, s in sums.items()}
 
 
+PRICE_TABLES = {"google_genai": "GEMINI_MODELS_DATA", "openai": "OPENAI_MODELS_DATA",
+                "anthropic": "ANTHROPIC_MODELS_DATA"}  # deepeval.models.llms.constants
+
+
 def price(model: str) -> Optional[tuple[float, float]]:
-    """(input, output) price per token of a model, from DeepEval's Gemini table; None when not known."""
+    """(input, output) price per token of a model, from DeepEval's table of its provider (Gemini's, OpenAI's,
+    Anthropic's); None when not known."""
     import os
 
+    table = PRICE_TABLES.get(provider_of(model))
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
     try:
-        from deepeval.models.llms.constants import GEMINI_MODELS_DATA
+        from deepeval.models.llms import constants
     except ImportError:
         return None
-    data = GEMINI_MODELS_DATA.get(model)
+    data = getattr(constants, table).get(model_of(model)) if table else None
     if data is None or data.input_price is None or data.output_price is None:
         return None
     return data.input_price, data.output_price

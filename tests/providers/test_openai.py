@@ -242,3 +242,15 @@ def test_an_unknown_model_is_named_with_the_servers_words(refusing, standin):
     done = run(refusing, standin, "--live", "--quiet", DOCS_JUDGE="openai:gpt-nope")
     assert_refused(done, f"evaluate.py: OpenAI at {standin.url} (OPENAI_BASE_URL) has no model 'gpt-nope' (HTTP "
                          "404: The model `gpt-nope` does not exist or you do not have access to it.)")
+
+
+@pytest.mark.parametrize("name, table", [("openai:gpt-4.1-mini", "OPENAI_MODELS_DATA"),
+                                         ("anthropic:claude-sonnet-4-5", "ANTHROPIC_MODELS_DATA"),
+                                         ("google_genai:gemini-2.5-flash", "GEMINI_MODELS_DATA")])
+def test_the_plan_prices_a_provider_qualified_model_from_its_providers_table(name, table):
+    from deepeval.models.llms import constants
+
+    from whichstage import plan
+
+    data = getattr(constants, table).get(name.partition(":")[2])
+    assert plan.price(name) == (data.input_price, data.output_price) and data.input_price > 0
