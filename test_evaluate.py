@@ -507,7 +507,8 @@ def test_replay_imports_no_model_library_once_the_agents_tools_are_read(project)
     of the same code reads them from .cache/agent.json and imports no model library."""
     probe = ("import sys; from whichstage import evaluate; evaluate.main([]); "
              "print(sorted({m.split('.')[0] for m in sys.modules} & "
-             "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy'}))")
+             "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy', "
+             "'anthropic', 'langchain_openai', 'langchain_anthropic', 'httpx2'}))")
     first = cli(project, "-c", probe)
     assert first.returncode == 0, first.stderr
     assert "langchain_core" in first.stdout.strip().splitlines()[-1]

@@ -254,3 +254,24 @@ def test_the_plan_prices_a_provider_qualified_model_from_its_providers_table(nam
 
     data = getattr(constants, table).get(name.partition(":")[2])
     assert plan.price(name) == (data.input_price, data.output_price) and data.input_price > 0
+
+
+def test_no_key_password_or_query_of_the_openai_settings_reaches_the_line(refusing, standin):
+    port = closed_port()
+    done = run(refusing, standin, "--live", "--quiet", OPENAI_API_KEY="CANARY-KEY-1234",
+               OPENAI_BASE_URL=f"http://user:CANARY-PASS@127.0.0.1:{port}/v1?api_key=CANARY-QUERY")
+    assert done.code == evaluate.EXIT_BAD_INPUT and "CANARY" not in done.stderr, done.stderr
+    assert done.stderr == (f"evaluate.py: cannot reach OpenAI at http://127.0.0.1:{port}/v1 (OPENAI_BASE_URL) for "
+                           f"model {CHAT}: connection refused\n")
+
+
+@pytest.mark.parametrize("variable, value, secret", [
+    ("OPENAI_API_KEY", "CANARY-KEY-1234", "CANARY-KEY-1234"), ("ANTHROPIC_API_KEY", "CANARY-KEY-5678", "CANARY-KEY-5678"),
+    ("MISTRAL_API_KEY", "CANARY-KEY-9012", "CANARY-KEY-9012"),  # any LangChain provider's *_API_KEY
+    ("OPENAI_BASE_URL", "http://user:CANARY-PASS@127.0.0.1:9/v1", "CANARY-PASS"),
+    ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/?token=CANARY-QUERY", "CANARY-QUERY")])
+def test_a_servers_text_echoing_a_providers_secret_is_scrubbed(monkeypatch, variable, value, secret):
+    from whichstage.redact import outside_text
+
+    monkeypatch.setenv(variable, value)
+    assert outside_text(f"refused: {secret} was given") == "refused: *** was given"
