@@ -1,11 +1,13 @@
-"""`--live --batch`: the judge's calls through the Gemini Batch API, in rounds, at the batch price.
+"""`--live --batch`: the judge's calls through its provider's Batch API, in rounds, at the batch price. A
+provider is a small class (PROVIDERS: batch_gemini.py's, batch_openai.py's) that builds a request, creates a
+job, gets it, says how it ended, reads its answers and names DeepEval's model class for the judge.
 
 DeepEval's metrics ask the judge several times in sequence (truths and claims, then verdicts, then a reason),
 so every pending metric runs at once on DeepEval's async path, and the judge's `a_generate` only queues its
-request: once every running metric waits on one, the round's requests go out as one batch
-(`client.aio.batches.create` with inline requests), `batches.get` polls it until done, and each answer goes
-back to the metric that asked. Rounds follow until every metric has its score. Agent runs stay interactive:
-each step of an agent depends on the last.
+request: once every running metric waits on one, the round's requests go out as one batch, polled until done,
+and each answer goes back to the metric that asked (for Gemini: `batches.create` with inline requests, then
+`batches.get`; for OpenAI: a JSONL file uploaded, a batch created on it, polled, its output file read). Rounds
+follow until every metric has its score. Agent runs stay interactive: each step of an agent depends on the last.
 
 Nothing paid is sent twice: the journal beside the recording (`.NAME.batch.jsonl`) gets each job's name and
 request keys when it is submitted and each answer as it arrives, so a killed run polls the jobs it already
@@ -23,6 +25,7 @@ one line, and its requests are asked again. Every message from the server is scr
 import asyncio
 import contextvars
 import hashlib
+import importlib
 import json
 import random
 import sys
@@ -32,15 +35,16 @@ from typing import Any, Awaitable, Callable, Optional
 
 from whichstage import live_calls
 from whichstage.live_calls import CallFailed, one_line
-from whichstage.model_names import model_of
+from whichstage.model_names import model_of, provider_of
 from whichstage.providers import env_seconds
 from whichstage.redact import outside_text
 
 POLL_S = 10.0  # between batches.get calls: a batch takes minutes to hours
 WAIT_S = 86400.0  # a job's polling in one run: Gemini's target turnaround for a batch is 24 hours
 POLL_VARIABLE, WAIT_VARIABLE = "DOCS_BATCH_POLL_S", "DOCS_BATCH_WAIT_S"  # set others
-DONE = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_EXPIRED", "JOB_STATE_CANCELLED"}
-BATCH_DISCOUNT = 0.5  # Gemini's published Batch API price: half the interactive one
+BATCH_DISCOUNT = 0.5  # Gemini's and OpenAI's published Batch API price: half the interactive one
+# The judge's provider -> its batch class, "module:Class" under whichstage.
+PROVIDERS = {"google_genai": "batch_gemini:GeminiBatches", "openai": "batch_openai:OpenAIBatches"}
 
 
 METRIC: contextvars.ContextVar[str] = contextvars.ContextVar("metric", default="")  # which metric asks
@@ -101,9 +105,9 @@ class Journal:
 class Rounds:
     """The round keeper: requests queue until every running metric waits, then go out as one batch."""
 
-    def __init__(self, gemini, model: str, journal: Journal, log: Callable[[str], None],
+    def __init__(self, provider, journal: Journal, log: Callable[[str], None],
                  poll_s: Optional[float] = None, wait_s: Optional[float] = None):
-        self.gemini, self.model, self.journal, self.log = gemini, model, journal, log
+        self.provider, self.model, self.journal, self.log = provider, provider.model, journal, log
         self.poll_s = poll_s if poll_s is not None else env_seconds(POLL_VARIABLE, POLL_S)
         self.wait_s = wait_s if wait_s is not None else env_seconds(WAIT_VARIABLE, WAIT_S)
         self.active, self.waiting = 0, {}  # request key -> (inline request, [futures])
@@ -120,10 +124,7 @@ class Rounds:
         if key in self.waiting:
             self.waiting[key][1].append(future)
         else:
-            config = {"temperature": 0, **({"response_mime_type": "application/json", "response_schema": schema}
-                                          if schema is not None else {})}
-            self.waiting[key] = ({"contents": [{"role": "user", "parts": [{"text": prompt}]}], "config": config},
-                                 [future])
+            self.waiting[key] = (self.provider.request(prompt, schema), [future])
         metric = METRIC.get()
         self.asking[metric] = self.asking.get(metric, 0) + 1
         self.check()
@@ -190,12 +191,12 @@ class Rounds:
 
     async def submit(self, keys: list[str], requests: list[dict]) -> str:
         """Create the round's job and journal its name and request keys."""
-        job = await self.retried(f"batch round {self.rounds}", lambda: self.gemini.aio.batches.create(
-            model=self.model, src=requests, config={"display_name": f"judge round {self.rounds}"}))
-        self.journal.jobs[job.name] = keys
-        self.journal.write({"job": job.name, "keys": keys})
-        self.log(f"batch {outside_text(job.name)}: {len(keys)} judge requests (round {self.rounds})")
-        return job.name
+        name = await self.retried(f"batch round {self.rounds}", lambda: self.provider.create(
+            requests, f"judge round {self.rounds}"))
+        self.journal.jobs[name] = keys
+        self.journal.write({"job": name, "keys": keys})
+        self.log(f"batch {outside_text(name)}: {len(keys)} judge requests (round {self.rounds})")
+        return name
 
     async def retried(self, name: str, call: Callable[[], Awaitable]) -> Any:
         """call(), its transient failures retried as live_calls.with_retries retries a call (MAX_ATTEMPTS,
@@ -224,8 +225,8 @@ class Rounds:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_s
         while True:
-            job = await self.retried(f"batch {outside_text(name)}", lambda: self.gemini.aio.batches.get(name=name))
-            if getattr(job.state, "name", str(job.state)) in DONE:
+            job = await self.retried(f"batch {outside_text(name)}", lambda: self.provider.get(name))
+            if self.provider.state(job) is not None:
                 return job
             if loop.time() + self.poll_s > deadline:
                 return None
@@ -248,32 +249,17 @@ class Rounds:
         if job is None:
             return self.unanswered(keys, f"batch {shown}: still running after {self.wait_s:g}s of polling "
                                          f"({WAIT_VARIABLE}); the next run polls it again")
-        state = getattr(job.state, "name", str(job.state))
-        answers = list(getattr(getattr(job, "dest", None), "inlined_responses", None) or [])
+        state = self.provider.state(job)
+        answers = [] if state != "succeeded" else await self.retried(
+            f"batch {shown}", lambda: self.provider.results(job, len(keys), shown))
         for i, key in enumerate(keys):
             if key not in self.journal.answers:
-                item = {"key": key, **self.outcome(shown, state, answers[i] if i < len(answers) else None, i)}
+                found = answers[i] if i < len(answers) else None
+                item = {"key": key, **(found or {"error": f"batch {shown} ended {state}"})}
                 self.journal.answers[key] = item
                 self.journal.write(item)
         self.journal.finish(name)
         return None
-
-    @staticmethod
-    def outcome(shown: str, state: str, answer, i: int) -> dict:
-        """One request's journal item (less its key): its answer and tokens, or its error, scrubbed."""
-        if state != "JOB_STATE_SUCCEEDED" or answer is None:
-            return {"error": f"batch {shown} ended {state.removeprefix('JOB_STATE_').lower()}"}
-        if answer.error is not None:
-            message = outside_text(answer.error.message or "")[:200]
-            return {"error": f"batch {shown}: request {i + 1} failed: {answer.error.code} {message}"}
-        from whichstage.providers import response_problem
-
-        problem = response_problem(answer.response)
-        if problem:
-            return {"error": f"batch {shown}: request {i + 1}: {problem}"}
-        usage = answer.response.usage_metadata
-        return {"text": answer.response.text or "", "tokens_in": getattr(usage, "prompt_token_count", None) or 0,
-                "tokens_out": getattr(usage, "candidates_token_count", None) or 0}
 
     def unanswered(self, keys: list[str], why: str) -> str:
         """Each of `keys` without an answer gets `why` as its error, for this run only (not journaled)."""
@@ -290,15 +276,19 @@ class Rounds:
 
 
 def batch_judge(name: str, rounds: Rounds):
-    """DeepEval's GeminiModel whose a_generate asks through the rounds, costed at the batch price."""
-    from deepeval.models import GeminiModel
+    """The provider's DeepEval model class whose a_generate asks through the rounds, costed at the batch price
+    from DeepEval's table of the judge's provider (plan.price), and never asks for log probabilities (GEval would
+    ask them outside the rounds)."""
+    import dataclasses
+
     from deepeval.models.utils import EvaluationCost
 
     from whichstage import plan, providers
 
     rates = plan.price(name)
+    base, settings = rounds.provider.judge_class()
 
-    class BatchJudge(GeminiModel):
+    class BatchJudge(base):
         def generate(self, prompt, schema=None, audio=None):
             raise RuntimeError("the batch judge answers on DeepEval's async path only")
 
@@ -309,10 +299,13 @@ def batch_judge(name: str, rounds: Rounds):
             spent = EvaluationCost(cost, answer["tokens_in"], answer["tokens_out"])
             return (providers.parsed_answer(schema, answer["text"]) if schema is not None else answer["text"]), spent
 
-        def load_model(self):
+        def load_model(self, *args, **kwargs):
             return None
 
-    return BatchJudge(model=name, api_key=providers.google_api_key(), temperature=0)
+    judge = BatchJudge(**settings)
+    if getattr(judge, "model_data", None) is not None:
+        judge.model_data = dataclasses.replace(judge.model_data, supports_log_probs=False)
+    return judge
 
 
 async def measure_all(jobs: list[tuple[str, Callable]], rounds: Rounds) -> dict[str, Any]:
@@ -334,26 +327,27 @@ async def measure_all(jobs: list[tuple[str, Callable]], rounds: Rounds) -> dict[
         await rounds.resume()
         await asyncio.gather(*(one(name, run) for name, run in jobs))
     finally:
-        await rounds.gemini.aio.aclose()  # this loop's connections: a later phase runs on another loop
+        await rounds.provider.close()  # this loop's connections: a later phase runs on another loop
     return results
 
 
-def client():
-    """A google-genai client for batches (asked through its async `aio`), one attempt per call, as every
-    Gemini client here."""
-    from google import genai
+def has_batches(judge: str) -> bool:
+    """The judge's provider has a batch API here (PROVIDERS)."""
+    return provider_of(judge) in PROVIDERS
 
-    from whichstage import providers
 
-    return genai.Client(api_key=providers.google_api_key(), http_options=providers.gemini_http_options())
+def provider(judge: str):
+    """The batch provider of a judge, for the name its provider knows it by."""
+    module, name = PROVIDERS[provider_of(judge)].split(":")
+    return getattr(importlib.import_module(f"whichstage.{module}"), name)(model_of(judge))
 
 
 def measurer(judge: str, recording: Path, log: Callable[[str], None]) -> Callable[[list], dict]:
     """The measurer of a --batch run: [(entry, judging.Measure)] -> entry -> its value or the exception that
     stopped it, in rounds journaled beside the recording (`.NAME.batch.jsonl`, the measurer's `journal`)."""
     journal = Journal(recording.with_name(f".{recording.stem}.batch.jsonl"))
-    rounds = Rounds(client(), model_of(judge), journal, log)  # google_genai:NAME is NAME to Gemini
-    judge_model = batch_judge(model_of(judge), rounds)
+    rounds = Rounds(provider(judge), journal, log)
+    judge_model = batch_judge(judge, rounds)
 
     def measure(jobs: list) -> dict:
         return asyncio.run(measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs], rounds))

@@ -46,6 +46,16 @@ exit codes:
   an interrupted or terminated run keeps every entry it paid for"""
 
 
+def check_batches(judge: str) -> None:
+    """--batch: the judge's provider has a batch API here (batch.PROVIDERS), else one line."""
+    from whichstage.batch import has_batches  # asyncio: a run without --batch need not load it
+    from whichstage.redact import printable
+
+    if not has_batches(judge):
+        raise InputError(f"--batch: the judge {printable(judge)} has no batch API: only a Gemini or OpenAI "
+                         "judge (DOCS_JUDGE=gemini-... or openai:...) can be asked in batches")
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     prog = console.name("evaluate.py")  # how the user called this command, for its messages
     argv = sys.argv[1:] if argv is None else argv
@@ -117,9 +127,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         split = "all" if args.show else report_split(args.split, cases if args.case else None, args.case)
         if args.live:
             model = args.model or chat_model_name()
-            if args.batch and not providers.is_gemini(judge_name()):
-                raise InputError(f"--batch: the judge {providers.printable(judge_name())} has no batch API: only a "
-                                 "Gemini judge (DOCS_JUDGE=gemini-...) can be asked in batches")
+            if args.batch:
+                check_batches(judge_name())
             report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
                                               args.repeats, cases, shard, args.plan, args.batch)
             if args.plan:

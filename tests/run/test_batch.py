@@ -124,8 +124,8 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_call(tmp_path, standi
             mp.setenv("DOCS_EMBEDDER", "hash")
             assert evaluate.main(["--live", "--batch"]) == 2
         err = capsys.readouterr().err
-        assert err == (f"evaluate.py: --batch: the judge {judge} has no batch API: only a Gemini judge "
-                       "(DOCS_JUDGE=gemini-...) can be asked in batches\n")
+        assert err == (f"evaluate.py: --batch: the judge {judge} has no batch API: only a Gemini or OpenAI judge "
+                       "(DOCS_JUDGE=gemini-... or openai:...) can be asked in batches\n")
 
 
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
