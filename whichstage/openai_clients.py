@@ -69,6 +69,13 @@ def response_format(judge, schema):
     return {"type": "json_object"} if judge.supports_json_mode() else None
 
 
+def judge_request(judge, prompt: str, schema, audio=None) -> dict:
+    """The Chat Completions request DeepEval's OpenAIModel `judge` makes for a prompt (a batch's line too)."""
+    shape = response_format(judge, schema)
+    return {"model": judge.name, "messages": [{"role": "user", "content": judge._prompt_content(prompt, audio)}],
+            **({"response_format": shape} if shape else {}), **judge._temperature_kwargs(), **judge.generation_kwargs}
+
+
 def answer_text(completion) -> str:
     """The answer's text; BlockedResponse for a refusal or a filtered answer, EmptyResponse for none."""
     if not completion.choices:
@@ -92,11 +99,7 @@ def openai_judge(name: str):
 
     class OpenAIJudge(OpenAIModel):
         def generate(self, prompt, schema=None, audio=None):
-            shape = response_format(self, schema)
-            completion = self.model.chat.completions.create(
-                model=self.name, messages=[{"role": "user", "content": self._prompt_content(prompt, audio)}],
-                **({"response_format": shape} if shape else {}), **self._temperature_kwargs(),
-                **self.generation_kwargs)
+            completion = self.model.chat.completions.create(**judge_request(self, prompt, schema, audio))
             text, usage = answer_text(completion), completion.usage
             tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (None, None)
             cost = (self.calculate_cost(*tokens) if usage else None) or EvaluationCost(None, *tokens)

@@ -10,6 +10,8 @@ OPENAI_BASE_URL (http://127.0.0.1:PORT/v1).
   usage is the prompt's and the answer's word counts, as the offline judge counts them.
 - `POST /v1/embeddings`: the `hash` embedder, as floats or base64 float32 as asked.
 - `GET /v1/models/M`: the model (models.retrieve), 404 for a model it does not serve.
+- The Files and Batch APIs (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/ID`,
+  `GET /v1/files/ID/content`): openai_batch.py.
 
 No `Authorization: Bearer` key, or one in `reject_keys`, is refused with 401. `faults[model][marker]` (a
 gemini_faults.Fault of kind 429 with Retry-After, 500 or 503) answers requests whose last user text contains
@@ -29,6 +31,7 @@ from whichstage.offline.models import RulesChatModel
 from whichstage.offline.words import words
 from whichstage.standins.gemini_faults import Fault, Faults
 from whichstage.standins.gemini_wire import judge_text, schema_title
+from whichstage.standins.openai_batch import BatchRoutes
 from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
 from whichstage.standins.openai_wire import MESSAGES, completion, embeddings, error_body, is_judge, \
     last_user_text, model_body, schema_of, text_of, to_langchain
@@ -40,11 +43,14 @@ class StandIn:
     """A running stand-in: its `url` (the base URL, ending /v1) and a log of every request it answered."""
 
     def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str],
-                 silent: Iterable[str], roles: Optional[dict]):
+                 silent: Iterable[str], roles: Optional[dict], batch_polls: int = 0):
         self.models, self.faults, self.reject_keys = list(models), Faults(faults), set(reject_keys)
         self.silent, self.closing = set(silent), threading.Event()
         self.chat = RulesChatModel(roles=bundled_roles() if roles is None else roles)
         self.embedder = HashEmbeddings()
+        self.files: dict[str, bytes] = {}
+        self.jobs: dict[str, dict] = {}  # batch id -> its input lines, status, files, gets
+        self.batch_polls = batch_polls
         self.requests: list[dict] = []
         self.lock = threading.Lock()
         self.url = ""
@@ -59,20 +65,20 @@ class StandIn:
             return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(BatchRoutes, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: Any
 
     def log_message(self, *args) -> None:  # quiet: tests read the request log instead
         pass
 
-    def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
+    def reply(self, status: int, body: Any, headers: Optional[dict] = None, raw: bool = False, **record) -> None:
         # Logged before the answer leaves, so a client that has its answer finds the request in the log.
         self.server.standin.log(method=self.command, path=self.path.split("?")[0], status=status,
-                                **{"model": "", "kind": "", "fault": "", "marker": "", **record})
-        data = json.dumps(body).encode()
+                                **{"model": "", "kind": "", "fault": "", "marker": "", "batch": "", **record})
+        data = body if raw else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "application/octet-stream" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
@@ -100,6 +106,10 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if not self.authorised():
             return
+        if path.startswith("/v1/batches/"):
+            return self.batch_get(path[len("/v1/batches/"):])
+        if path.startswith("/v1/files/") and path.endswith("/content"):
+            return self.file_content(path[len("/v1/files/"):-len("/content")])
         if not path.startswith("/v1/models/"):
             return self.reply(404, error_body(404, f"stand-in: GET {path} is not served"))
         model = path[len("/v1/models/"):]
@@ -107,10 +117,15 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(200, model_body(model), model=model, kind="get")
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        path, model = self.path.split("?")[0], body.get("model", "")
+        raw, path = self.rfile.read(int(self.headers.get("Content-Length") or 0)), self.path.split("?")[0]
         if not self.authorised():
             return
+        if path == "/v1/files":
+            return self.upload(raw)
+        body = json.loads(raw or b"{}")
+        model = body.get("model", "")
+        if path == "/v1/batches":
+            return self.batch_create(body)
         if path not in ("/v1/chat/completions", "/v1/embeddings"):
             return self.reply(404, error_body(404, f"stand-in: POST {path} is not served"))
         if not self.known(model):
@@ -165,13 +180,14 @@ class Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve(models: Iterable[str] = MODELS, faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
-          reject_keys: Iterable[str] = (), silent: Iterable[str] = (),
-          roles: Optional[dict] = None) -> Iterator[StandIn]:
+          reject_keys: Iterable[str] = (), silent: Iterable[str] = (), roles: Optional[dict] = None,
+          batch_polls: int = 0) -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models`; `faults[model][marker]` is the Fault that
     model shows for requests whose last user text (for embeddings, the last text embedded) contains `marker`;
     `reject_keys` are API keys it refuses; the models in `silent` never answer; `roles` are the tool roles its
-    rules model is told (default: the bundled example's)."""
-    standin = StandIn(models, faults or {}, reject_keys, silent, roles)
+    rules model is told (default: the bundled example's); a batch stays in_progress for its first `batch_polls`
+    gets."""
+    standin = StandIn(models, faults or {}, reject_keys, silent, roles, batch_polls)
     try:
         with on_loopback(Handler, standin):
             standin.url += "/v1"

@@ -1,0 +1,103 @@
+"""`--live --batch` with an OpenAI judge: through the Files and Batch APIs of the OpenAI stand-in
+(whichstage/standins/openai.py) with the real openai client: the same verdicts as an interactive run, at half the
+price, one batch per round, and a batch that expires costs only its own entries."""
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_project, quick_standin
+from whichstage import batch, evaluate, live_calls, run_files
+from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+from whichstage.standins import openai as openai_standin
+from whichstage.standins.gemini_faults import Fault
+
+JUDGE = "gpt-4.1-mini"
+MODELS = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": f"openai:{JUDGE}"}
+CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, a lookup, small talk, an abstention
+
+
+@pytest.fixture(scope="module")
+def standin(shared_ssl_contexts):
+    with pytest.MonkeyPatch.context() as mp:
+        quick_standin(mp, openai_standin)
+        faults = {JUDGE: {"job-expires": Fault("batch-expired", times=1)}}
+        with openai_standin.serve(models=[JUDGE], faults=faults, batch_polls=1) as server:
+            yield server
+
+
+def project_with(tmp_path: Path, cases=CASES) -> Path:
+    project = copy_project(tmp_path)
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] in cases]
+    (project / "cases.json").write_text(json.dumps(data))
+    return project
+
+
+def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
+    """evaluate.main in `project` against the stand-in; its exit code, stderr and the requests it made."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        mp.setattr(live_calls, "sleep", lambda s: None)
+        for variable in (*HOSTED_KEY_VARIABLES, *URL_VARIABLES):
+            mp.delenv(variable, raising=False)
+        for variable, value in {**MODELS, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": standin.url,
+                                "DOCS_BATCH_POLL_S": "0"}.items():
+            mp.setenv(variable, value)
+        start, err = len(standin.requests), io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            code = evaluate.main(list(args))
+    return code, err.getvalue(), standin.requests[start:]
+
+
+def report(project: Path) -> dict:
+    name = run_files.run_name("docs-assistant", *MODELS.values())
+    return json.loads((project / "runs" / f"{name}.all.json").read_text())
+
+
+def verdicts(found: dict) -> dict:
+    return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in found["rows"]}
+
+
+@pytest.fixture(scope="module")
+def interactive(tmp_path_factory, standin) -> dict:
+    project = project_with(tmp_path_factory.mktemp("interactive"))
+    code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
+    assert code == 0, err
+    return report(project)
+
+
+def test_batch_verdicts_equal_the_interactive_runs_at_half_the_price_one_batch_a_round(tmp_path, standin,
+                                                                                     interactive):
+    project = project_with(tmp_path)
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    found = report(project)
+    assert verdicts(found) == verdicts(interactive)
+    creates = [r for r in requests if r["kind"] == "batch-create"]
+    rounds = [line for line in err.splitlines() if line.startswith("batch batch_")]
+    assert len(creates) == len(rounds) == len([r for r in requests if r["kind"] == "file-upload"]) >= 3
+    judged = [r for r in requests if r["kind"] == "judge"]
+    assert judged and all(r["batch"] for r in judged)  # no judge call outside a batch
+    for row in found["rows"]:
+        twin = next(r for r in interactive["rows"] if r["id"] == row["id"])
+        for stage, verdict in row["judged"].items():
+            assert verdict["cost"] == pytest.approx(twin["judged"][stage]["cost"] * batch.BATCH_DISCOUNT)
+            assert (verdict["tokens_in"], verdict["tokens_out"]) == \
+                (twin["judged"][stage]["tokens_in"], twin["judged"][stage]["tokens_out"])
+
+
+def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
+    project = project_with(tmp_path, ("backup", "restore"))
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"][0]["reference"] += " job-expires"  # its contextual recall's first request expires the job
+    (project / "cases.json").write_text(json.dumps(data))
+    code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == evaluate.EXIT_INCOMPLETE
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors and all("ended expired" in line for line in errors)
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    assert [r for r in requests if r["kind"] == "batch-create"]
