@@ -25,6 +25,22 @@ def copy_project(into: Path) -> Path:
     return into
 
 
+def copy_cases(into: Path, cases) -> Path:
+    """A copy of the project (copy_project) whose cases.json holds only the cases with the ids `cases`."""
+    import json
+
+    project = copy_project(into)
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"] = [c for c in data["cases"] if c["id"] in cases]
+    (project / "cases.json").write_text(json.dumps(data))
+    return project
+
+
+def verdicts(report: dict) -> dict:
+    """A report's judged stages, each as its score and reason, by case."""
+    return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in report["rows"]}
+
+
 def pytest_unconfigure(config):
     """The session is over: freeze the heap, so that exiting the interpreter does not walk every object that
     DeepEval, LangChain and the tests left behind (~1 s a process, and the run waits for each pytest-xdist

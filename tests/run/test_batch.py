@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from conftest import copy_project, quick_standin
+from conftest import copy_cases, quick_standin, verdicts
 from whichstage import batch, live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -34,11 +34,7 @@ def standin(shared_ssl_contexts):
 
 
 def project_with(tmp_path: Path, cases=CASES) -> Path:
-    project = copy_project(tmp_path)
-    data = json.loads((project / "cases.json").read_text())
-    data["cases"] = [c for c in data["cases"] if c["id"] in cases]
-    (project / "cases.json").write_text(json.dumps(data))
-    return project
+    return copy_cases(tmp_path, cases)
 
 
 def run(project: Path, standin, *args: str, **env: str) -> tuple[int, str, list[dict]]:
@@ -81,10 +77,6 @@ def outcome(function, *args):
 def report(project: Path) -> dict:
     name = run_files.run_name("docs-assistant", *MODELS.values())
     return json.loads((project / "runs" / f"{name}.all.json").read_text())
-
-
-def verdicts(found: dict) -> dict:
-    return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in found["rows"]}
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,6 @@ import socket
 import struct
 import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterable, Iterator, Mapping, Optional
 from urllib.parse import parse_qs, urlsplit
 
@@ -38,13 +37,13 @@ from whichstage.standins.gemini_batch import BatchRoutes, Job
 from whichstage.standins.gemini_faults import Fault, Faults, http_fault, shaped
 from whichstage.standins.gemini_wire import error_body, judge_text, last_user_text, metadata, openai_tools, \
     schema_title, texts_of, to_langchain
-from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
+from whichstage.standins.ollama import QuietHandler, RequestLog, bundled_roles, judge_kind, on_loopback
 
 PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
 BATCH_PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/batches/(?P<batch>[^/:]+)(?::(?P<method>\w+))?$")
 
 
-class StandIn:
+class StandIn(RequestLog):
     """A running stand-in: its `url`, its batch `jobs` by name, and a log of every request it answered
     (method, path, status, model, kind: get / chat / judge / embed / unknown-model / rejected-key /
     batch-create / batch-get / batch-cancel / batch-delete, the fault and marker it met, for an answer the
@@ -67,23 +66,8 @@ class StandIn:
         self.job_ids = itertools.count(1)
         self.url = ""
 
-    def log(self, **record) -> None:
-        with self.lock:
-            self.requests.append(record)
 
-    def count(self, **match) -> int:
-        """Requests whose log record has every given field equal to the given value."""
-        with self.lock:
-            return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
-
-
-class Handler(BatchRoutes, BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def log_message(self, *args) -> None:  # quiet: tests read the request log instead
-        pass
-
+class Handler(BatchRoutes, QuietHandler):
     def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
         # Logged before the answer leaves, so a client that has its answer finds the request in the log.
         self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=status,

@@ -82,12 +82,33 @@ def to_langchain(messages: list[dict]) -> list[BaseMessage]:
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
+class QuietHandler(BaseHTTPRequestHandler):
+    """A stand-in's handler: HTTP/1.1 (kept-alive connections, as the SDKs use them) and no log line on
+    stderr: tests read the stand-in's request log instead. Shared by the stand-in servers."""
     protocol_version = "HTTP/1.1"
     server: Any
 
-    def log_message(self, *args) -> None:  # quiet: tests read the request log instead
+    def log_message(self, *args) -> None:
         pass
+
+
+class RequestLog:
+    """A stand-in's `requests` (one dict each) under its `lock`, which the class sets; shared by the
+    stand-in servers that log by field."""
+    requests: list[dict]
+    lock: Any
+
+    def log(self, **record) -> None:
+        with self.lock:
+            self.requests.append(record)
+
+    def count(self, **match) -> int:
+        """Requests whose log record has every given field equal to the given value."""
+        with self.lock:
+            return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
+
+
+class Handler(QuietHandler):
 
     def reply(self, status: int, body: Any, kind: str = "", model: str = "", stream: bool = False) -> None:
         lines = body if stream else [body]

@@ -22,7 +22,6 @@ tokens).
 import json
 import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from whichstage.offline import lexical_judge
@@ -32,14 +31,14 @@ from whichstage.offline.words import words
 from whichstage.standins.gemini_faults import Fault, Faults
 from whichstage.standins.gemini_wire import judge_text, schema_title
 from whichstage.standins.openai_batch import BatchRoutes
-from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
+from whichstage.standins.ollama import QuietHandler, RequestLog, bundled_roles, judge_kind, on_loopback
 from whichstage.standins.openai_wire import MESSAGES, completion, embeddings, error_body, is_judge, \
     last_user_text, model_body, schema_of, text_of, to_langchain
 
 MODELS = ("gpt-4.1-mini", "text-embedding-3-small")
 
 
-class StandIn:
+class StandIn(RequestLog):
     """A running stand-in: its `url` (the base URL, ending /v1) and a log of every request it answered."""
 
     def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str],
@@ -55,23 +54,8 @@ class StandIn:
         self.lock = threading.Lock()
         self.url = ""
 
-    def log(self, **record) -> None:
-        with self.lock:
-            self.requests.append(record)
 
-    def count(self, **match) -> int:
-        """Requests whose log record has every given field equal to the given value."""
-        with self.lock:
-            return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
-
-
-class Handler(BatchRoutes, BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def log_message(self, *args) -> None:  # quiet: tests read the request log instead
-        pass
-
+class Handler(BatchRoutes, QuietHandler):
     def reply(self, status: int, body: Any, headers: Optional[dict] = None, raw: bool = False, **record) -> None:
         # Logged before the answer leaves, so a client that has its answer finds the request in the log.
         self.server.standin.log(method=self.command, path=self.path.split("?")[0], status=status,
