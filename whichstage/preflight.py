@@ -170,6 +170,11 @@ def with_forms(why: str, hints: list[str]) -> str:
     return f"{why}{hint}; a model name is {FORMS}"
 
 
+EXAMPLES = {"DOCS_EMBEDDER": "DOCS_EMBEDDER=ollama:nomic-embed-text, DOCS_EMBEDDER=openai:text-embedding-3-small; "
+                            "hash embeds offline",
+            JUDGE_VARIABLE: f"{JUDGE_VARIABLE}=ollama:qwen3, {JUDGE_VARIABLE}=openai:gpt-4.1-mini; lexical judges offline"}
+
+
 def default_gemini(names: list[str]) -> Optional[str]:
     """The line asking for a Google key when only the defaults of unset variables need one (the embedder's,
     the judge's) while another model is named: it says they are Gemini's by default and how to choose."""
@@ -182,8 +187,8 @@ def default_gemini(names: list[str]) -> Optional[str]:
     roles = " and ".join("the judge" if var == JUDGE_VARIABLE else "the embedder" for var in unset)
     choose = " and ".join(f"{var}=provider:model" for var in unset)
     return (f"set GOOGLE_API_KEY (or GEMINI_API_KEY) for {roles}: Gemini by default "
-            f"({', '.join(unset.values())}); or choose another with {choose} (e.g. {JUDGE_VARIABLE}=ollama:qwen3, "
-            f"{JUDGE_VARIABLE}=openai:gpt-4.1-mini; lexical judges offline)")
+            f"({', '.join(unset.values())}); or choose another with {choose} "
+            f"(e.g. {'; '.join(EXAMPLES[var] for var in unset)})")
 
 
 def preflight(names: list[str]) -> None:

@@ -92,3 +92,18 @@ def test_a_bare_name_like_another_providers_that_ollama_lacks_says_what_it_may_b
         providers.preflight(["claude-sonnet-4-5", "hash", "lexical"])
     assert str(refused.value).endswith("run `ollama pull claude-sonnet-4-5` (did you mean "
                                        f"anthropic:claude-sonnet-4-5?); a model name is {FORMS}")
+
+
+def test_with_an_ollama_agent_and_nothing_else_set_the_missing_key_names_both_gemini_defaults(no_settings):
+    with pytest.raises(providers.ProviderError) as refused:
+        providers.preflight(["llama3.2", model_names.embedder_name(), model_names.judge_name()])
+    assert str(refused.value).startswith(
+        "set GOOGLE_API_KEY (or GEMINI_API_KEY) for the embedder and the judge: Gemini by default "
+        f"({model_names.DEFAULT_EMBEDDER}, {model_names.DEFAULT_JUDGE}); or choose another with "
+        "DOCS_EMBEDDER=provider:model and DOCS_JUDGE=provider:model (e.g. DOCS_EMBEDDER=ollama:nomic-embed-text")
+
+
+def test_with_every_default_the_missing_key_line_is_gemini_s_own(no_settings):
+    with pytest.raises(providers.ProviderError) as refused:
+        providers.preflight([model_names.chat_model_name(), model_names.embedder_name(), model_names.judge_name()])
+    assert str(refused.value) == "set GOOGLE_API_KEY (or GEMINI_API_KEY) to record with a Gemini model"
