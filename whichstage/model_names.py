@@ -27,6 +27,10 @@ def is_gemini(name: str) -> bool:
     return name.startswith("gemini")
 
 
+def is_anthropic(name: str) -> bool:
+    return name.startswith("anthropic:")
+
+
 def is_offline(name: str) -> bool:
     """Runs here, with no network and no key: the offline backends and the local `e5-small` embedder."""
     return name in OFFLINE.values() or name == E5_EMBEDDER

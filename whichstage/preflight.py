@@ -5,10 +5,11 @@ import errno
 import json
 from typing import Optional
 
+from whichstage.anthropic_clients import anthropic_client, anthropic_url, model_id
 from whichstage.call_errors import causes
 from whichstage.gemini_clients import gemini_http_options
 from whichstage.model_code import check_installed
-from whichstage.model_names import is_gemini, is_offline
+from whichstage.model_names import is_anthropic, is_gemini, is_offline
 from whichstage.provider_settings import ProviderError, call_timeout, gemini_url, google_key, ollama_url
 from whichstage.redact import outside_text, printable, shown_url
 
@@ -78,6 +79,37 @@ def gemini_preflight(names: list[str], timeout_s: Optional[float] = None) -> Non
                                 f"{unreachable(e, timeout_s)}") from None
 
 
+def anthropic_refusal(error, name: str, where: str) -> str:
+    """One line for an HTTP error answered to models.retrieve; `where` is already fit to show."""
+    body = error.body.get("error", {}) if isinstance(error.body, dict) else {}
+    answer = f"HTTP {error.status_code} {outside_text(body.get('type', ''))}".rstrip()
+    message = outside_text(body.get("message", ""))[:200]
+    if error.status_code == 404:
+        return f"Anthropic at {where} has no model {model_id(name)!r} ({answer}: {message})"
+    if error.status_code in (401, 403):
+        return (f"Anthropic at {where} rejected the API key in ANTHROPIC_API_KEY for model {printable(name)} "
+                f"({answer}: {message})")
+    return f"Anthropic at {where} answered {answer} for model {printable(name)}: {message}"
+
+
+def anthropic_preflight(names: list[str], timeout_s: Optional[float] = None) -> None:
+    """Ask for each model (anthropic models.retrieve: GET /v1/models/ID), one attempt with a short timeout:
+    a missing or rejected key, an unreachable server or an unknown model fails here, before any paid call."""
+    import anthropic
+
+    timeout_s = timeout_s or PREFLIGHT_TIMEOUT_S
+    url, url_variable = anthropic_url()
+    where = f"{shown_url(url)} ({url_variable})" if url_variable else shown_url(url)
+    client = anthropic_client(timeout_s)
+    for name in names:
+        try:
+            client.models.retrieve(model_id(name))
+        except anthropic.APIStatusError as e:
+            raise ProviderError(anthropic_refusal(e, name, where)) from None
+        except Exception as e:  # noqa: BLE001 - whatever the transport raised, the user gets one line
+            raise ProviderError(f"cannot reach Anthropic at {where} for model {printable(name)}: "
+                                f"{unreachable(e, timeout_s)}") from None
+
 
 def preflight(names: list[str]) -> None:
     """Fail before the first call when a named model cannot be reached; offline backends always can, once a
@@ -89,7 +121,10 @@ def preflight(names: list[str]) -> None:
     gemini = [n for n in remote if is_gemini(n)]
     if gemini:
         gemini_preflight(gemini)
-    local = [n for n in remote if not is_gemini(n)]
+    hosted = [n for n in remote if is_anthropic(n)]
+    if hosted:
+        anthropic_preflight(hosted)
+    local = [n for n in remote if not is_gemini(n) and not is_anthropic(n)]
     if local:
         url = ollama_url()
         pulled = ollama_models(url)

