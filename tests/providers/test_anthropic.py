@@ -1,7 +1,7 @@
 """Anthropic at the protocol level: the real ChatAnthropic and DeepEval AnthropicModel clients (through
 providers.py, `anthropic:` names) run `evaluate.py --live` against a stand-in Messages API on 127.0.0.1
 (whichstage/standins/anthropic.py, reached through ANTHROPIC_BASE_URL), answering through the offline backends.
-No network beyond 127.0.0.1; `evaluate.main` runs in this process, retries recording their waits.
+No network beyond 127.0.0.1; `evaluate.main` runs in this process.
 """
 import io
 import json
@@ -37,7 +37,6 @@ class Run:
     project: Path
     code: int
     stderr: str
-    sleeps: list
     requests: list[dict]
 
     def report(self) -> dict:
@@ -48,11 +47,10 @@ class Run:
 
 def run(project: Path, standin, *args: str, **env) -> Run:
     """`evaluate.main(args)` in `project` with the Anthropic names, ANTHROPIC_API_KEY=test and the stand-in's
-    URL (each overridable; None unsets); waits recorded instead of slept."""
-    sleeps: list[float] = []
+    URL (each overridable; None unsets); retries cost no time."""
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
-        mp.setattr(live_calls, "sleep", sleeps.append)
+        mp.setattr(live_calls, "sleep", lambda seconds: None)
         for variable in (*run_files.MODEL_VARIABLES.values(), KEY_VARIABLE, URL_VARIABLE):
             mp.delenv(variable, raising=False)
         for variable, value in {**ENV, KEY_VARIABLE: "test", URL_VARIABLE: standin.url, **env}.items():
@@ -61,7 +59,7 @@ def run(project: Path, standin, *args: str, **env) -> Run:
         start, err = len(standin.requests), io.StringIO()
         with redirect_stderr(err), redirect_stdout(io.StringIO()):
             code = evaluate.main(list(args))
-    return Run(project, code, err.getvalue(), sleeps, standin.requests[start:])
+    return Run(project, code, err.getvalue(), standin.requests[start:])
 
 
 def comparable(row: dict) -> dict:

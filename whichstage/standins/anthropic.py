@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from whichstage.offline import lexical_judge
 from whichstage.offline.models import RulesChatModel
 from whichstage.offline.words import words
-from whichstage.standins import gemini_faults
+from whichstage.standins import gemini as gemini_standin, gemini_faults
 from whichstage.standins.gemini_wire import judge_text, schema_title
 from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
 
@@ -48,10 +48,10 @@ class Fault(gemini_faults.Fault):
             raise ValueError(f"unknown fault {self.kind!r}; valid: {', '.join(KINDS)}")
 
 
-class StandIn:
+class StandIn(gemini_standin.StandIn):
     """A running stand-in: its `url`, and a log of every request (method, path, status: 0 for one never
     answered, model, kind: get / chat / judge / unknown-model / rejected-key, the fault and marker it met, and
-    for an answer the `tokens` its usage reported, in and out)."""
+    for an answer the `tokens` its usage reported, in and out), logged and counted as the Gemini stand-in's."""
 
     def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str],
                  roles: Optional[dict] = None):
@@ -62,15 +62,6 @@ class StandIn:
         self.lock, self.closing = threading.Lock(), threading.Event()
         self.ids = itertools.count(1)
         self.url = ""
-
-    def log(self, **record) -> None:
-        with self.lock:
-            self.requests.append(record)
-
-    def count(self, **match) -> int:
-        """Requests whose log record has every given field equal to the given value."""
-        with self.lock:
-            return sum(all(r.get(k) == v for k, v in match.items()) for r in self.requests)
 
 
 def error_body(status: int, message: str) -> dict:
@@ -136,19 +127,7 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet: tests read the request log instead
         pass
 
-    def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
-        # Logged before the answer leaves, so a client that has its answer finds the request in the log.
-        self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=status,
-                                **{"model": "", "kind": "", "fault": "", "marker": "", **record})
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", "req_standin")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+    reply = gemini_standin.Handler.reply  # logs the request, then answers JSON with the given headers
 
     def keyed(self) -> bool:
         """The request carries a key the stand-in takes; else it is answered 401 (False)."""
