@@ -123,10 +123,13 @@ def answer_text(message) -> str:
     return text
 
 
-def json_part(text: str) -> str:
-    """The JSON object in an answer written without structured outputs (a model may wrap it in prose)."""
+def judged(text: str, schema):
+    """The judge's answer as DeepEval asked for it: the text, or the schema parsed from the JSON object in it
+    (all of it under structured outputs; a model without them may wrap it in prose)."""
+    if schema is None:
+        return text
     start, end = text.find("{"), text.rfind("}")
-    return text[start:end + 1] if 0 <= start < end else text
+    return parsed_answer(schema, text[start:end + 1] if 0 <= start < end else text)
 
 
 def anthropic_judge(name: str):
@@ -136,17 +139,18 @@ def anthropic_judge(name: str):
     from deepeval.models import AnthropicModel
 
     class AnthropicJudge(AnthropicModel):
-        def generate(self, prompt, schema=None, audio=None):
+        def request(self, prompt, schema=None, audio=None) -> dict:
+            """messages.create's arguments for a prompt (a message batch's `params` too)."""
             output_format = self._output_format(self._anthropic_module(), schema)
             request = self._create_kwargs(self._prompt_content(prompt, audio), output_format)
             if "temperature" in request:  # anthropic>=1 takes it only in the body (DeepEval 4 still passes it)
                 request["extra_body"] = {"temperature": request.pop("temperature")}
-            message = self.model.messages.create(**request)
-            text = answer_text(message)
+            return request
+
+        def generate(self, prompt, schema=None, audio=None):
+            message = self.model.messages.create(**self.request(prompt, schema, audio))
             cost = judge_cost(self.model_data, message.usage.input_tokens, message.usage.output_tokens)
-            if schema is None:
-                return text, cost
-            return parsed_answer(schema, text if output_format else json_part(text)), cost
+            return judged(answer_text(message), schema), cost
 
         async def a_generate(self, prompt, schema=None, audio=None):
             return self.generate(prompt, schema, audio)

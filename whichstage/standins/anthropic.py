@@ -7,13 +7,16 @@ answered by the offline backends. Point the real clients at it with ANTHROPIC_BA
   model, its tool calls sent as `tool_use` blocks and the agent's `tool_result` blocks read back as ToolMessages.
 - `GET /v1/models/ID`: the model's metadata (anthropic `models.retrieve`), 404 for a model it does not serve.
 
+- Message Batches (`POST /v1/messages/batches`, `GET .../ID`, `GET .../ID/results`): anthropic_batch.py.
+
 `usage` carries the offline backends' own counts, so tokens match an offline run. No key (`x-api-key`, or
-`Authorization: Bearer` as anthropic 2.x sends it), or one in `reject_keys`, is answered 401 as Anthropic answers it. `faults` makes a model misbehave for requests whose last
-user text contains a marker (Fault: 429 with Retry-After, 500, 529 overloaded, or no answer at all).
+`Authorization: Bearer` as anthropic 2.x sends it), or one in `reject_keys`, is answered 401 as Anthropic
+answers it. `faults` makes a model misbehave for requests whose last user text contains a marker (Fault).
 `serve()` starts it; `StandIn.requests` logs every request it answered (or held).
 """
 import itertools
 import json
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,18 +24,18 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterable, Iterator, Mapping, Optional
 from urllib.parse import urlsplit
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-
 from whichstage.offline import lexical_judge
 from whichstage.offline.models import RulesChatModel
 from whichstage.offline.words import words
 from whichstage.standins import gemini as gemini_standin, gemini_faults
 from whichstage.standins.gemini_wire import judge_text, schema_title
+from whichstage.standins.anthropic_batch import BatchRoutes
+from whichstage.standins.anthropic_wire import error_body, last_user_text, message, openai_tools, text_of, \
+    to_langchain
 from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
 
-KINDS = ("429", "500", "529", "hang")
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-               429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+KINDS = ("429", "500", "529", "hang", "batch-expired")
+BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[^/]+)(?P<results>/results)?$")
 MESSAGES = {429: "Number of request tokens has exceeded your per-minute rate limit.",
             500: "Internal server error", 529: "Overloaded"}
 
@@ -40,8 +43,10 @@ MESSAGES = {429: "Number of request tokens has exceeded your per-minute rate lim
 @dataclass(frozen=True)
 class Fault(gemini_faults.Fault):
     """How a model misbehaves: "429" (Retry-After: `retry_after` seconds), "500", "529" (overloaded_error), or
-    "hang" (the request is read and never answered, until the stand-in stops). `times`: only the first N
-    matching requests; None: all of them."""
+    "hang" (the request is read and never answered, until the stand-in stops); in a batch each request meets
+    its fault as /v1/messages would (an error becomes its `errored` result), and "batch-expired" ends a whole
+    batch holding a matching request with every request `expired`. `times`: only the first N matching
+    requests (batches); None: all of them."""
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -54,8 +59,9 @@ class StandIn(gemini_standin.StandIn):
     for an answer the `tokens` its usage reported, in and out), logged and counted as the Gemini stand-in's."""
 
     def __init__(self, models: Iterable[str], faults: Mapping[str, Mapping[str, Fault]], reject_keys: Iterable[str],
-                 roles: Optional[dict] = None):
-        self.models, self.reject_keys = list(models), set(reject_keys)
+                 roles: Optional[dict] = None, batch_polls: int = 0):
+        self.models, self.reject_keys, self.batch_polls = list(models), set(reject_keys), batch_polls
+        self.jobs: dict = {}  # message batches by id
         self.faults = gemini_faults.Faults(faults)
         self.chat = RulesChatModel(roles=bundled_roles() if roles is None else roles)
         self.requests: list[dict] = []
@@ -64,63 +70,7 @@ class StandIn(gemini_standin.StandIn):
         self.url = ""
 
 
-def error_body(status: int, message: str) -> dict:
-    return {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}
-
-
-def text_of(content: Any) -> str:
-    """A message's (or a tool result's) content as text: a string, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
-
-
-def last_user_text(messages: list[dict]) -> str:
-    """The text of the last user turn that has text (a turn carrying tool results alone has none)."""
-    for message in reversed(messages):
-        if message.get("role") == "user" and text_of(message.get("content")):
-            return text_of(message.get("content"))
-    return ""
-
-
-def to_langchain(body: dict) -> list[BaseMessage]:
-    """A Messages API request as LangChain messages: the system prompt, user text, the assistant's tool_use
-    blocks as tool calls, and the tool_result blocks as ToolMessages paired with them by id."""
-    out: list[BaseMessage] = [SystemMessage(text_of(body["system"]))] if body.get("system") else []
-    names: dict[str, str] = {}
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else []
-        if message.get("role") == "assistant":
-            calls = [{"name": b["name"], "args": b.get("input") or {}, "id": b["id"], "type": "tool_call"}
-                     for b in blocks if b.get("type") == "tool_use"]
-            names.update({c["id"]: c["name"] for c in calls})
-            out.append(AIMessage(text_of(content), tool_calls=calls))
-            continue
-        for block in blocks:
-            if block.get("type") == "tool_result":
-                out.append(ToolMessage(text_of(block.get("content")), tool_call_id=block["tool_use_id"],
-                                       name=names.get(block["tool_use_id"])))
-        if text_of(content):
-            out.append(HumanMessage(text_of(content)))
-    return out
-
-
-def openai_tools(body: dict) -> list[dict]:
-    """Anthropic tool definitions in the OpenAI shape the rules model reads."""
-    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                              "parameters": t.get("input_schema") or {}}}
-            for t in body.get("tools") or []]
-
-
-def message(model: str, number: int, blocks: list[dict], stop: str, tokens: tuple[int, int]) -> dict:
-    """A Messages API answer."""
-    return {"id": f"msg_standin_{number}", "type": "message", "role": "assistant", "model": model,
-            "content": blocks, "stop_reason": stop, "stop_sequence": None,
-            "usage": {"input_tokens": tokens[0], "output_tokens": tokens[1]}}
-
-
-class Handler(BaseHTTPRequestHandler):
+class Handler(BatchRoutes, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: Any
 
@@ -150,6 +100,9 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         if not self.keyed():
             return
+        batch = BATCH_PATH.match(path)
+        if batch:
+            return self.batch_results(batch["id"]) if batch["results"] else self.batch_get(batch["id"])
         if not path.startswith("/v1/models/"):
             return self.reply(404, error_body(404, f"stand-in: no such endpoint {path}"))
         model = path[len("/v1/models/"):]
@@ -162,34 +115,43 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         if not self.keyed():
             return
+        if path == "/v1/messages/batches":
+            return self.batch_create(body)
         if path != "/v1/messages":
             return self.reply(404, error_body(404, f"stand-in: no such endpoint {path}"))
         if self.served(body.get("model", "")):
             self.answer(body)
 
     def answer(self, body: dict) -> None:
-        """A Messages request's answer: its fault, or the judge's or the rules model's message."""
-        standin, model = self.server.standin, body["model"]
+        """Answer a Messages request: its fault (held unanswered for "hang"), or the model's message."""
+        status, answer, headers, record = self.outcome(body)
+        if status == 0:
+            self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=0, **record)
+            self.server.standin.closing.wait()  # until the stand-in stops: the client gives up first
+            self.close_connection = True
+            return
+        self.reply(status, answer, headers, **record)
+
+    def outcome(self, body: dict) -> tuple[int, dict, Optional[dict], dict]:
+        """What a Messages request is answered (status, body, headers) and its log record's fields; status 0
+        for a request never answered. A batch's requests are answered so too (anthropic_batch.py)."""
+        model = body.get("model", "")
         judged = bool((body.get("output_config") or {}).get("format"))
-        text = last_user_text(body.get("messages") or [])
-        fault, marker = standin.faults.fault_for(model, text)
+        fault, marker = self.server.standin.faults.fault_for(model, last_user_text(body.get("messages") or []))
         record = {"model": model, "kind": "judge" if judged else "chat", "fault": fault.kind if fault else "",
                   "marker": marker}
         if fault and fault.kind == "hang":
-            standin.log(method=self.command, path=urlsplit(self.path).path, status=0, **record)
-            standin.closing.wait()  # until the stand-in stops: the client gives up first
-            self.close_connection = True
-            return
+            return 0, {}, None, record
         if fault:
             status = int(fault.kind)
             headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else None
-            return self.reply(status, error_body(status, MESSAGES[status]), headers, **record)
+            return status, error_body(status, MESSAGES[status]), headers, record
         try:
             answer = self.judge(body) if judged else self.rules(body)
         except (lexical_judge.UnknownRequest, ValueError, KeyError) as e:
-            return self.reply(400, error_body(400, f"stand-in: {e}"), **record)
-        self.reply(200, answer, tokens=(answer["usage"]["input_tokens"], answer["usage"]["output_tokens"]),
-                   **record)
+            return 400, error_body(400, f"stand-in: {e}"), None, record
+        return 200, answer, None, {**record, "tokens": (answer["usage"]["input_tokens"],
+                                                        answer["usage"]["output_tokens"])}
 
     def rules(self, body: dict) -> dict:
         standin = self.server.standin
@@ -213,11 +175,12 @@ class Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve(models: Iterable[str] = ("claude-haiku-4-5",), faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
-          reject_keys: Iterable[str] = (), roles: Optional[dict] = None) -> Iterator[StandIn]:
+          reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0) -> Iterator[StandIn]:
     """Run a stand-in on a free port of 127.0.0.1 serving `models`. `faults[model][marker]` is the Fault that
     model shows for requests whose last user text contains `marker`; `reject_keys` are API keys it refuses;
-    `roles` are the tool roles its rules model is told (default: the bundled example's)."""
-    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles)) as standin:
+    `roles` are the tool roles its rules model is told (default: the bundled example's); a message batch is
+    in progress for its first `batch_polls` gets."""
+    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls)) as standin:
         try:
             yield standin
         finally:
