@@ -11,6 +11,7 @@ taken as silent). The judge makes one attempt per call (DeepEval's tenacity retr
 import os
 from typing import Optional
 
+from whichstage.model.errors import InputError
 from whichstage.gemini_answers import BlockedResponse, EmptyResponse, UnusableAnswer, parsed_answer
 from whichstage.provider_settings import ProviderError, call_timeout
 from whichstage.stopping import answered, before_request, client_options
@@ -100,9 +101,13 @@ def anthropic_chat(name: str):
                          api_key=anthropic_key(), base_url=anthropic_url()[0], disable_streaming=True)
 
 
+class NoEmbeddings(ProviderError, InputError):
+    """An embedder named on a provider that has none: bad input, so the run ends (live_calls re-raises it)."""
+
+
 def anthropic_embedder(name: str):
     """Never a model: Anthropic has no embeddings API."""
-    raise ProviderError(f"Anthropic has no embeddings API, so {model_id(name)!r} cannot embed: name another "
+    raise NoEmbeddings(f"Anthropic has no embeddings API, so {model_id(name)!r} cannot embed: name another "
                         "embedder in DOCS_EMBEDDER (hash, e5-small, a Gemini, OpenAI or Ollama embedding model)")
 
 

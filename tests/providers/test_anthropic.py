@@ -169,9 +169,12 @@ def test_an_unpriced_judge_counts_its_tokens_and_has_no_price(at_standin):
     assert cost.value is None and cost.input_tokens > 0 and cost.output_tokens > 0
 
 
-def test_an_anthropic_embedder_is_refused_in_one_line(at_standin):
-    with pytest.raises(providers.ProviderError, match="^Anthropic has no embeddings API"):
-        providers.embedder(NAME)
+def test_an_anthropic_embedder_ends_the_run_with_exit_2_before_any_paid_call(project, standin):
+    done = run(project, standin, "--live", "--quiet", DOCS_EMBEDDER=NAME)
+    assert (done.code, done.stderr) == (evaluate.EXIT_BAD_INPUT, (
+        f"evaluate.py: Anthropic has no embeddings API, so '{MODEL}' cannot embed: name another embedder in "
+        "DOCS_EMBEDDER (hash, e5-small, a Gemini, OpenAI or Ollama embedding model)\n"))
+    assert {r["kind"] for r in done.requests} == {"get"}
 
 
 # ---- the preflight: exit 2 before any paid call ---------------------------------------------------------------
