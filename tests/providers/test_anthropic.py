@@ -29,7 +29,8 @@ UNPRICED = "claude-standin"  # in no price table
 NAME = f"anthropic:{MODEL}"
 ENV = {"DOCS_MODEL": NAME, "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": NAME}
 FAULTS = {MODEL: {"direct-429": Fault("429", times=1, retry_after=7), "direct-500": Fault("500", times=2),
-                  "direct-529": Fault("529", times=1), "direct-hang": Fault("hang")}}
+                  "direct-529": Fault("529", times=1), "direct-hang": Fault("hang"),
+                  "direct-refusal": Fault("refusal"), "direct-bad-json": Fault("bad-json")}}
 
 
 @dataclass
@@ -162,6 +163,20 @@ def test_a_model_that_never_answers_times_out_each_attempt(at_standin, monkeypat
     with pytest.raises(CallFailed, match=f"Timeout.*gave up after {live_calls.MAX_ATTEMPTS} attempts"):
         with_retries("agent/x", chat_call("direct-hang"), lambda line: None)
     assert at_standin.count(marker="direct-hang") - before == live_calls.MAX_ATTEMPTS
+
+
+@pytest.mark.parametrize("call, marker, cause", [
+    (chat_call, "direct-refusal", "BlockedResponse: Anthropic refused to answer (stop_reason refusal)"),
+    (judge_call, "direct-refusal", "BlockedResponse: Anthropic refused to answer (stop_reason refusal)"),
+    (judge_call, "direct-bad-json", "InvalidJudgeAnswer: the judge's answer is not valid JSON for DeepEval's Truths "
+                                    "schema"),
+])
+def test_an_unusable_answer_is_one_line_after_one_attempt(at_standin, call, marker, cause):
+    before = at_standin.count(marker=marker)
+    with pytest.raises(CallFailed) as failed:
+        with_retries("judge/x", call(marker), lambda line: pytest.fail(f"retried: {line}"))
+    assert str(failed.value).startswith(f"judge/x: {cause}") and "\n" not in str(failed.value)
+    assert at_standin.count(marker=marker) - before == 1
 
 
 def test_an_unpriced_judge_counts_its_tokens_and_has_no_price(at_standin):

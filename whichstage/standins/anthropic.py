@@ -34,7 +34,7 @@ from whichstage.standins.anthropic_wire import error_body, last_user_text, messa
     to_langchain
 from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
 
-KINDS = ("429", "500", "529", "hang", "batch-expired")
+KINDS = ("429", "500", "529", "hang", "refusal", "bad-json", "batch-expired")
 BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[^/]+)(?P<results>/results)?$")
 MESSAGES = {429: "Number of request tokens has exceeded your per-minute rate limit.",
             500: "Internal server error", 529: "Overloaded"}
@@ -43,7 +43,8 @@ MESSAGES = {429: "Number of request tokens has exceeded your per-minute rate lim
 @dataclass(frozen=True)
 class Fault(gemini_faults.Fault):
     """How a model misbehaves: "429" (Retry-After: `retry_after` seconds), "500", "529" (overloaded_error), or
-    "hang" (the request is read and never answered, until the stand-in stops); in a batch each request meets
+    "hang" (the request is read and never answered, until the stand-in stops), "refusal" (stop_reason refusal,
+    no content), "bad-json" (a judge's answer cut off mid-JSON); in a batch each request meets
     its fault as /v1/messages would (an error becomes its `errored` result), and "batch-expired" ends a whole
     batch holding a matching request with every request `expired`. `times`: only the first N matching
     requests (batches); None: all of them."""
@@ -142,7 +143,7 @@ class Handler(BatchRoutes, BaseHTTPRequestHandler):
                   "marker": marker}
         if fault and fault.kind == "hang":
             return 0, {}, None, record
-        if fault:
+        if fault and fault.kind.isdigit():
             status = int(fault.kind)
             headers = {"Retry-After": f"{fault.retry_after:g}"} if status == 429 else None
             return status, error_body(status, MESSAGES[status]), headers, record
@@ -150,6 +151,10 @@ class Handler(BatchRoutes, BaseHTTPRequestHandler):
             answer = self.judge(body) if judged else self.rules(body)
         except (lexical_judge.UnknownRequest, ValueError, KeyError) as e:
             return 400, error_body(400, f"stand-in: {e}"), None, record
+        if fault and fault.kind == "refusal":
+            answer = {**answer, "content": [], "stop_reason": "refusal"}
+        if fault and fault.kind == "bad-json":  # cut off mid-answer, as when a model stops early
+            answer["content"] = [{**b, "text": b["text"][:len(b["text"]) // 2]} for b in answer["content"]]
         return 200, answer, None, {**record, "tokens": (answer["usage"]["input_tokens"],
                                                         answer["usage"]["output_tokens"])}
 
