@@ -5,7 +5,7 @@ from typing import Any, Iterator, Optional
 
 from whichstage.console import first_line
 
-TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504}
+TRANSIENT_STATUS = {408, 429, 500, 502, 503, 504, 529}  # 529: Anthropic's overloaded_error
 TRANSIENT_NAMES = ("Timeout", "RateLimit", "ResourceExhausted", "ServiceUnavailable", "InternalServerError",
                    "ServerError", "ConnectError", "ConnectionError", "DeadlineExceeded", "TooManyRequests",
                    # a connection dropped without an answer (httpx, httpcore: RemoteProtocolError, ReadError,
