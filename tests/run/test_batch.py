@@ -116,8 +116,9 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_call(tmp_path, standi
             mp.setenv("DOCS_EMBEDDER", "hash")
             assert evaluate.main(["--live", "--batch"]) == 2
         err = capsys.readouterr().err
-        assert err == (f"evaluate.py: --batch: the judge {judge} has no batch API: only a Gemini or OpenAI judge "
-                       "(DOCS_JUDGE=gemini-... or openai:...) can be asked in batches\n")
+        assert err == (f"evaluate.py: --batch: the judge {judge} has no batch API: only a Gemini, OpenAI or "
+                       "Anthropic judge (DOCS_JUDGE=gemini-..., openai:... or anthropic:...) can be asked in "
+                       "batches\n")
 
 
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
@@ -199,3 +200,12 @@ def test_the_plans_judge_metrics_are_the_judge_requests_the_stand_in_then_answer
     assert len(judged) == sum(REQUESTS_PER_METRIC[m] * n for m, n in planned.items())
     chats = [r for r in requests if r["kind"] == "chat"]
     assert agents == 1 and 1 <= len(chats) <= 2  # one agent run: its tool call, then its answer
+
+
+def test_a_google_genai_qualified_judge_is_batched_under_the_name_gemini_knows(tmp_path, standin):
+    project = project_with(tmp_path, ("backup",))
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet",
+                              DOCS_JUDGE=f"google_genai:{MODELS['DOCS_JUDGE']}")
+    assert code == 0, err
+    creates = [r for r in requests if r["kind"] == "batch-create"]
+    assert creates and {r["model"] for r in creates} == {MODELS["DOCS_JUDGE"]}
