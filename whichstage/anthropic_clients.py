@@ -10,7 +10,7 @@ taken as silent). The judge makes one attempt per call (DeepEval's tenacity retr
 """
 from typing import Optional
 
-from whichstage.gemini_answers import BlockedResponse, EmptyResponse, UnusableAnswer, parsed_answer
+from whichstage.gemini_answers import BlockedResponse, EmptyResponse, UnusableAnswer, judged
 from whichstage.provider_settings import call_timeout, hosted_key, hosted_url
 from whichstage.stopping import answered, before_request, client_options
 
@@ -103,15 +103,6 @@ def answer_text(message) -> str:
     if problem:
         raise problem
     return text
-
-
-def judged(text: str, schema):
-    """The judge's answer as DeepEval asked for it: the text, or the schema parsed from the JSON object in it
-    (all of it under structured outputs; a model without them may wrap it in prose)."""
-    if schema is None:
-        return text
-    start, end = text.find("{"), text.rfind("}")
-    return parsed_answer(schema, text[start:end + 1] if 0 <= start < end else text)
 
 
 def anthropic_judge(name: str):

@@ -1,12 +1,14 @@
 """`--live --batch`: the judge's calls through its provider's Batch API, in rounds, at the batch price. A
-provider is a small class (PROVIDERS: batch_gemini.py's, batch_openai.py's) that builds a request, creates a
-job, gets it, says how it ended, reads its answers and names DeepEval's model class for the judge.
+provider is a small class (PROVIDERS: batch_gemini.py's, batch_openai.py's, batch_anthropic.py's) that builds a
+request, creates a job, gets it, says how it ended, reads its answers and names DeepEval's model class for the
+judge.
 
 DeepEval's metrics ask the judge several times in sequence (truths and claims, then verdicts, then a reason),
 so every pending metric runs at once on DeepEval's async path, and the judge's `a_generate` only queues its
 request: once every running metric waits on one, the round's requests go out as one batch, polled until done,
 and each answer goes back to the metric that asked (for Gemini: `batches.create` with inline requests, then
-`batches.get`; for OpenAI: a JSONL file uploaded, a batch created on it, polled, its output file read). Rounds
+`batches.get`; for OpenAI: a JSONL file uploaded, a batch created on it, polled, its output file read; for
+Anthropic: a message batch created, polled until it has ended, its results streamed). Rounds
 follow until every metric has its score. Agent runs stay interactive: each step of an agent depends on the last.
 
 Nothing paid is sent twice: the journal beside the recording (`.NAME.batch.jsonl`) gets each job's name and
@@ -42,9 +44,10 @@ from whichstage.redact import outside_text
 POLL_S = 10.0  # between batches.get calls: a batch takes minutes to hours
 WAIT_S = 86400.0  # a job's polling in one run: Gemini's target turnaround for a batch is 24 hours
 POLL_VARIABLE, WAIT_VARIABLE = "DOCS_BATCH_POLL_S", "DOCS_BATCH_WAIT_S"  # set others
-BATCH_DISCOUNT = 0.5  # Gemini's and OpenAI's published Batch API price: half the interactive one
+BATCH_DISCOUNT = 0.5  # Gemini's, OpenAI's and Anthropic's published batch price: half the interactive one
 # The judge's provider -> its batch class, "module:Class" under whichstage.
-PROVIDERS = {"google_genai": "batch_gemini:GeminiBatches", "openai": "batch_openai:OpenAIBatches"}
+PROVIDERS = {"google_genai": "batch_gemini:GeminiBatches", "openai": "batch_openai:OpenAIBatches",
+             "anthropic": "batch_anthropic:AnthropicBatches"}
 
 
 METRIC: contextvars.ContextVar[str] = contextvars.ContextVar("metric", default="")  # which metric asks
@@ -277,13 +280,14 @@ class Rounds:
 
 def batch_judge(name: str, rounds: Rounds):
     """The provider's DeepEval model class whose a_generate asks through the rounds, costed at the batch price
-    from DeepEval's table of the judge's provider (plan.price), and never asks for log probabilities (GEval would
-    ask them outside the rounds)."""
+    from DeepEval's table of the judge's provider (plan.price), its answer parsed as the OpenAI and Anthropic
+    judges parse theirs, and never asks for log probabilities (GEval would ask them outside the rounds)."""
     import dataclasses
 
     from deepeval.models.utils import EvaluationCost
 
-    from whichstage import plan, providers
+    from whichstage import plan
+    from whichstage.gemini_answers import judged
 
     rates = plan.price(name)
     base, settings = rounds.provider.judge_class()
@@ -297,7 +301,7 @@ def batch_judge(name: str, rounds: Rounds):
             cost = None if rates is None else BATCH_DISCOUNT * (answer["tokens_in"] * rates[0]
                                                                 + answer["tokens_out"] * rates[1])
             spent = EvaluationCost(cost, answer["tokens_in"], answer["tokens_out"])
-            return (providers.parsed_answer(schema, answer["text"]) if schema is not None else answer["text"]), spent
+            return judged(answer["text"], schema), spent
 
         def load_model(self, *args, **kwargs):
             return None

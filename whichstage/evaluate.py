@@ -52,8 +52,9 @@ def check_batches(judge: str) -> None:
     from whichstage.redact import printable
 
     if not has_batches(judge):
-        raise InputError(f"--batch: the judge {printable(judge)} has no batch API: only a Gemini or OpenAI "
-                         "judge (DOCS_JUDGE=gemini-... or openai:...) can be asked in batches")
+        raise InputError(f"--batch: the judge {printable(judge)} has no batch API: only a Gemini, OpenAI or "
+                         "Anthropic judge (DOCS_JUDGE=gemini-..., openai:... or anthropic:...) can be asked in "
+                         "batches")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -85,3 +85,15 @@ def parsed_answer(schema, text: str):
     raise InvalidJudgeAnswer(f"the judge's answer is not valid JSON for DeepEval's {schema.__name__} schema "
                              f"({problem})")
 
+
+
+def json_text(text: str) -> str:
+    """A JSON object's text as a model without structured outputs may wrap it (a code fence, a sentence)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start:end + 1] if 0 <= start < end else text
+
+
+def judged(text: str, schema):
+    """The judge's answer as DeepEval asked for it: the text, or the schema parsed from the JSON object in it
+    (all of it under structured outputs; a model without them may wrap it in prose)."""
+    return text if schema is None else parsed_answer(schema, json_text(text))

@@ -2,9 +2,8 @@
 init_chat_model, the embedder from init_embeddings, and the judge a small DeepEval model over that provider's
 LangChain chat model. Its integration package and its key are the provider's own (see its LangChain page);
 one attempt and a timeout are asked for where the class takes them, retries being live_calls.py's."""
-from whichstage.gemini_answers import EmptyResponse, parsed_answer
+from whichstage.gemini_answers import EmptyResponse, judged
 from whichstage.model_names import model_of, qualifier
-from whichstage.openai_clients import json_text
 from whichstage.provider_settings import ProviderError, call_timeout
 from whichstage.redact import printable
 
@@ -52,7 +51,7 @@ def generic_judge(name: str):
                 raise EmptyResponse(f"{qualifier(name)} returned an empty answer")
             usage = message.usage_metadata or {}
             cost = EvaluationCost(None, usage.get("input_tokens"), usage.get("output_tokens"))
-            return (text if schema is None else parsed_answer(schema, json_text(text))), cost
+            return judged(text, schema), cost
 
         async def a_generate(self, prompt, schema=None, audio=None):
             return self.generate(prompt, schema, audio)

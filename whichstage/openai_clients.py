@@ -9,7 +9,7 @@ call_timeout() seconds, on an httpx2 client (the openai SDK's transport) carryin
 """
 import dataclasses
 
-from whichstage.gemini_answers import BlockedResponse, EmptyResponse, parsed_answer
+from whichstage.gemini_answers import BlockedResponse, EmptyResponse, judged
 from whichstage.provider_settings import call_timeout, hosted_key, hosted_url
 from whichstage.stopping import client_options
 
@@ -49,12 +49,6 @@ def openai_embedder(name: str):
     settings["request_timeout"] = settings.pop("timeout")
     return OpenAIEmbeddings(model=name, check_embedding_ctx_length=False, model_kwargs={"encoding_format": "float"},
                             **settings)
-
-
-def json_text(text: str) -> str:
-    """A JSON object's text as a model without structured outputs may wrap it (a code fence, a sentence)."""
-    start, end = text.find("{"), text.rfind("}")
-    return text[start:end + 1] if 0 <= start < end else text
 
 
 def response_format(judge, schema):
@@ -103,7 +97,7 @@ def openai_judge(name: str):
             text, usage = answer_text(completion), completion.usage
             tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (None, None)
             cost = (self.calculate_cost(*tokens) if usage else None) or EvaluationCost(None, *tokens)
-            return (text if schema is None else parsed_answer(schema, json_text(text))), cost
+            return judged(text, schema), cost
 
         async def a_generate(self, prompt, schema=None, audio=None):
             return self.generate(prompt, schema, audio)

@@ -1,6 +1,7 @@
-"""Anthropic's Message Batches at the protocol level: the real anthropic SDK (whichstage/anthropic_batches.py)
-creates a batch of DeepEval's judge requests at the stand-in (whichstage/standins/anthropic_batch.py), polls it
-until it has ended, and reads each request's result back, matched by custom_id. No network beyond 127.0.0.1."""
+"""Anthropic's Message Batches at the protocol level: the real anthropic SDK (whichstage/batch_anthropic.py, batch.py's
+provider) creates a batch of DeepEval's judge requests at the stand-in (whichstage/standins/anthropic_batch.py),
+polls it until it has ended, and reads each request's result back, matched by custom_id. The run through
+`--live --batch` is tests/run/test_anthropic_batch.py's. No network beyond 127.0.0.1."""
 import asyncio
 import json
 
@@ -8,7 +9,7 @@ import pytest
 
 from conftest import quick_standin
 from whichstage import providers
-from whichstage.anthropic_batches import AnthropicBatches, batch_judge
+from whichstage.batch_anthropic import AnthropicBatches
 from whichstage.provider_settings import HOSTED
 
 KEY_VARIABLE, URL_VARIABLE = HOSTED["anthropic"][:2]
@@ -44,15 +45,16 @@ def standin(shared_ssl_contexts):
 def batched(asked: list[tuple]) -> tuple[list[bool], list[dict]]:
     """Create a batch of `asked`, poll it until it has ended: whether each poll found it ended, and the outcomes."""
     async def go():
-        batches = AnthropicBatches(NAME)
+        batches = AnthropicBatches(MODEL)
         try:
-            batch_id = await batches.create([batches.request(prompt, schema) for prompt, schema in asked])
-            polls = [await batches.ended(batch_id)]
-            while not polls[-1]:
-                polls.append(await batches.ended(batch_id))
-            return polls, await batches.outcomes(batch_id, len(asked))
+            batch_id = await batches.create([batches.request(prompt, schema) for prompt, schema in asked], "test")
+            polls = [await batches.get(batch_id)]
+            while batches.state(polls[-1]) is None:
+                polls.append(await batches.get(batch_id))
+            ended = [batches.state(job) == "succeeded" for job in polls]
+            return ended, await batches.results(polls[-1], len(asked), batch_id)
         finally:
-            await batches.aclose()
+            await batches.close()
     return asyncio.run(go())
 
 
@@ -78,16 +80,3 @@ def test_a_failed_request_is_its_own_error_and_the_others_are_answered(standin):
 def test_an_expired_batch_makes_every_request_an_error(standin):
     _, outcomes = batched(prompts("batch-expires"))
     assert [o["error"].split(": ", 1)[1] for o in outcomes] == [f"request {i} expired" for i in (1, 2, 3)]
-
-
-def test_the_batch_judge_costs_half_the_interactive_price(standin):
-    prompt, schema = prompts()[0]
-    verdict, full = providers.judge_model(NAME).generate(prompt, schema=schema)
-
-    async def ask(asked_prompt, asked_schema):
-        assert (asked_prompt, asked_schema) == (prompt, schema)
-        return {"text": verdict.model_dump_json(), "tokens_in": full.input_tokens, "tokens_out": full.output_tokens}
-
-    got, half = asyncio.run(batch_judge(NAME, ask).a_generate(prompt, schema=schema))
-    assert got == verdict and (half.input_tokens, half.output_tokens) == (full.input_tokens, full.output_tokens)
-    assert half == pytest.approx(full / 2) and half > 0

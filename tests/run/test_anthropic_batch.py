@@ -1,0 +1,144 @@
+"""`--live --batch` with an Anthropic judge: through the Message Batches of the Anthropic stand-in
+(whichstage/standins/anthropic.py) with the real anthropic client (whichstage/batch_anthropic.py): the same
+verdicts and tokens as an interactive run, at half the price, one batch per round, a batch that expires costing
+only its own entries, and a killed run that resumes polling its job without paying twice."""
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_cases, quick_standin, verdicts
+from whichstage import batch, evaluate, live_calls, run_files
+from whichstage.provider_settings import HOSTED
+from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+from whichstage.standins import anthropic as anthropic_standin
+from whichstage.standins.anthropic import Fault
+
+JUDGE = "claude-haiku-4-5"  # in DeepEval's Anthropic price table
+MODELS = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": f"anthropic:{JUDGE}"}
+CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, a lookup, small talk, an abstention
+KEY_VARIABLE, URL_VARIABLE = HOSTED["anthropic"][:2]
+
+
+@pytest.fixture(scope="module")
+def standin(shared_ssl_contexts):
+    with pytest.MonkeyPatch.context() as mp:
+        quick_standin(mp, anthropic_standin)
+        faults = {JUDGE: {"job-expires": Fault("batch-expired", times=1)}}
+        with anthropic_standin.serve(models=[JUDGE], faults=faults, batch_polls=1) as server:
+            yield server
+
+
+def settings(standin, poll_s: str = "0") -> dict[str, str]:
+    return {**MODELS, KEY_VARIABLE: "test", URL_VARIABLE: standin.url, "DOCS_BATCH_POLL_S": poll_s}
+
+
+def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
+    """evaluate.main in `project` against the stand-in; its exit code, stderr and the requests it made."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        mp.setattr(live_calls, "sleep", lambda s: None)
+        for variable in (*HOSTED_KEY_VARIABLES, *URL_VARIABLES):
+            mp.delenv(variable, raising=False)
+        for variable, value in settings(standin).items():
+            mp.setenv(variable, value)
+        start, err = len(standin.requests), io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            code = evaluate.main(list(args))
+    return code, err.getvalue(), standin.requests[start:]
+
+
+def report(project: Path) -> dict:
+    name = run_files.run_name("docs-assistant", *MODELS.values())
+    return json.loads((project / "runs" / f"{name}.all.json").read_text())
+
+
+def batched_requests(requests: list[dict]) -> int:
+    """How many judge requests the run's batches carried."""
+    return sum(r["requests"] for r in requests if r["kind"] == "batch-create")
+
+
+@pytest.fixture(scope="module")
+def interactive(tmp_path_factory, standin) -> dict:
+    project = copy_cases(tmp_path_factory.mktemp("interactive"), CASES)
+    code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
+    assert code == 0, err
+    return report(project)
+
+
+@pytest.fixture(scope="module")
+def batch_run(tmp_path_factory, standin) -> tuple[dict, str, list[dict]]:
+    """A --batch run of CASES: its report, stderr and requests."""
+    project = copy_cases(tmp_path_factory.mktemp("batch"), CASES)
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    return report(project), err, requests
+
+
+def test_batch_verdicts_and_tokens_equal_the_interactive_runs_at_half_the_price(batch_run, interactive):
+    found = batch_run[0]
+    assert verdicts(found) == verdicts(interactive)
+    for row in found["rows"]:
+        twin = next(r for r in interactive["rows"] if r["id"] == row["id"])
+        for stage, verdict in row["judged"].items():
+            assert verdict["cost"] == pytest.approx(twin["judged"][stage]["cost"] * batch.BATCH_DISCOUNT)
+            assert verdict["cost"] > 0
+            assert (verdict["tokens_in"], verdict["tokens_out"]) == \
+                (twin["judged"][stage]["tokens_in"], twin["judged"][stage]["tokens_out"])
+
+
+def test_the_judge_is_asked_in_one_batch_a_round_and_never_outside_one(batch_run):
+    _, err, requests = batch_run
+    creates = [r for r in requests if r["kind"] == "batch-create"]
+    rounds = [line for line in err.splitlines() if line.startswith("batch msgbatch_")]
+    assert len(creates) == len(rounds) >= 3  # truths and claims, then verdicts, then reasons
+    judged = [r for r in requests if r["kind"] == "judge"]
+    assert len(judged) == batched_requests(requests) and all(r.get("batch") for r in judged)
+
+
+def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
+    project = copy_cases(tmp_path, ("backup", "restore"))
+    data = json.loads((project / "cases.json").read_text())
+    data["cases"][0]["reference"] += " job-expires"  # its contextual recall's first request expires the batch
+    (project / "cases.json").write_text(json.dumps(data))
+    code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == evaluate.EXIT_INCOMPLETE
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert errors and all(line.endswith(" expired") for line in errors)
+    assert report(project)["rows"]  # the other entries were kept
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    assert [r for r in requests if r["kind"] == "batch-create"]
+
+
+def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(tmp_path, standin, batch_run):
+    project = copy_cases(tmp_path, CASES)
+    start = len(standin.requests)
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--batch", "--quiet", "--split", "all"],
+                             cwd=project, env={**os.environ, **settings(standin, poll_s="30")},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal, deadline = None, time.monotonic() + 300  # a hang guard
+    while journal is None and time.monotonic() < deadline and child.poll() is None:
+        found = list((project / "recordings").glob(".*.batch.jsonl"))
+        if found and '"job"' in found[0].read_text():
+            journal = found[0]
+        time.sleep(0.05)
+    assert journal is not None, child.stderr.read() if child.poll() is not None else "no batch submitted"
+    child.kill()  # while it waits to poll the batch it submitted
+    child.wait(timeout=60)
+    child.stderr.close()
+    submitted = [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
+    killed = standin.requests[start:]
+    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
+    assert code == 0, err
+    assert f"batch {submitted[-1]}: polling the job an earlier run submitted" in err
+    assert [r for r in requests if r["kind"] == "batch-get" and r.get("batch") == submitted[-1]]
+    fresh = batch_run[2]
+    assert batched_requests(killed) + batched_requests(requests) == batched_requests(fresh)  # none sent twice
+    assert verdicts(report(project)) == verdicts(batch_run[0])
