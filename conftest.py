@@ -25,15 +25,66 @@ def copy_project(into: Path) -> Path:
     return into
 
 
-def copy_cases(into: Path, cases) -> Path:
-    """A copy of the project (copy_project) whose cases.json holds only the cases with the ids `cases`."""
+def copy_cases(into: Path, cases, marker: str = "") -> Path:
+    """A copy of the project (copy_project) whose cases.json holds only the cases with the ids `cases`, the
+    first one's reference ending with `marker` (a stand-in's fault marker) when given."""
     import json
 
     project = copy_project(into)
     data = json.loads((project / "cases.json").read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] in cases]
+    if marker:
+        data["cases"][0]["reference"] += f" {marker}"
     (project / "cases.json").write_text(json.dumps(data))
     return project
+
+
+def evaluate_at(project: Path, standin, env: dict, *args: str) -> tuple[int, str, list[dict]]:
+    """evaluate.main in `project`, in this process, with `env` set and every other hosted provider's key and
+    URL unset, retries not waited for; its exit code, its stderr and the requests `standin` logged meanwhile."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from whichstage import evaluate, live_calls
+    from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        mp.setattr(live_calls, "sleep", lambda s: None)
+        for variable in (*HOSTED_KEY_VARIABLES, *URL_VARIABLES):
+            mp.delenv(variable, raising=False)
+        for variable, value in env.items():
+            mp.setenv(variable, value)
+        start, err = len(standin.requests), io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            code = evaluate.main(list(args))
+    return code, err.getvalue(), standin.requests[start:]
+
+
+def killed_once_submitted(project: Path, env: dict, *args: str) -> list[str]:
+    """`evaluate.py *args` run in `project` in a child process with `env` over this one's, killed (SIGKILL) as
+    soon as its batch journal names a submitted job; the jobs the journal names. A child that ends first, or
+    submits nothing within 300 s (a hang guard), fails the test."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "evaluate.py", *args], cwd=project, env={**os.environ, **env},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal, deadline = None, time.monotonic() + 300
+    while journal is None and time.monotonic() < deadline and child.poll() is None:
+        found = list((project / "recordings").glob(".*.batch.jsonl"))
+        if found and '"job"' in found[0].read_text():
+            journal = found[0]
+        time.sleep(0.05)
+    try:
+        assert journal is not None, child.stderr.read() if child.poll() is not None else "no batch submitted"
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+        child.stderr.close()
+    return [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
 
 
 def verdicts(report: dict) -> dict:

@@ -2,21 +2,14 @@
 (whichstage/standins/anthropic.py) with the real anthropic client (whichstage/batch_anthropic.py): the same
 verdicts and tokens as an interactive run, at half the price, one batch per round, a batch that expires costing
 only its own entries, and a killed run that resumes polling its job without paying twice."""
-import io
 import json
-import os
-import subprocess
-import sys
-import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_cases, quick_standin, verdicts
-from whichstage import batch, evaluate, live_calls, run_files
+from conftest import copy_cases, evaluate_at, killed_once_submitted, quick_standin, verdicts
+from whichstage import batch, evaluate, run_files
 from whichstage.provider_settings import HOSTED
-from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
 from whichstage.standins import anthropic as anthropic_standin
 from whichstage.standins.anthropic import Fault
 
@@ -41,17 +34,7 @@ def settings(standin, poll_s: str = "0") -> dict[str, str]:
 
 def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
     """evaluate.main in `project` against the stand-in; its exit code, stderr and the requests it made."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(project)
-        mp.setattr(live_calls, "sleep", lambda s: None)
-        for variable in (*HOSTED_KEY_VARIABLES, *URL_VARIABLES):
-            mp.delenv(variable, raising=False)
-        for variable, value in settings(standin).items():
-            mp.setenv(variable, value)
-        start, err = len(standin.requests), io.StringIO()
-        with redirect_stderr(err), redirect_stdout(io.StringIO()):
-            code = evaluate.main(list(args))
-    return code, err.getvalue(), standin.requests[start:]
+    return evaluate_at(project, standin, settings(standin), *args)
 
 
 def report(project: Path) -> dict:
@@ -103,10 +86,7 @@ def test_the_judge_is_asked_in_one_batch_a_round_and_never_outside_one(batch_run
 
 
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
-    project = copy_cases(tmp_path, ("backup", "restore"))
-    data = json.loads((project / "cases.json").read_text())
-    data["cases"][0]["reference"] += " job-expires"  # its contextual recall's first request expires the batch
-    (project / "cases.json").write_text(json.dumps(data))
+    project = copy_cases(tmp_path, ("backup", "restore"), "job-expires")  # its contextual recall expires the batch
     code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == evaluate.EXIT_INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
@@ -120,20 +100,8 @@ def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(t
 def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(tmp_path, standin, batch_run):
     project = copy_cases(tmp_path, CASES)
     start = len(standin.requests)
-    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--batch", "--quiet", "--split", "all"],
-                             cwd=project, env={**os.environ, **settings(standin, poll_s="30")},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    journal, deadline = None, time.monotonic() + 300  # a hang guard
-    while journal is None and time.monotonic() < deadline and child.poll() is None:
-        found = list((project / "recordings").glob(".*.batch.jsonl"))
-        if found and '"job"' in found[0].read_text():
-            journal = found[0]
-        time.sleep(0.05)
-    assert journal is not None, child.stderr.read() if child.poll() is not None else "no batch submitted"
-    child.kill()  # while it waits to poll the batch it submitted
-    child.wait(timeout=60)
-    child.stderr.close()
-    submitted = [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
+    submitted = killed_once_submitted(project, settings(standin, poll_s="30"), "--live", "--batch", "--quiet",
+                                      "--split", "all")  # while it waits to poll the batch it submitted
     killed = standin.requests[start:]
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == 0, err

@@ -3,9 +3,6 @@ google-genai client: the same verdicts as an interactive run, the batch price, o
 run that resumes polling without paying twice, failures that cost only their own entries."""
 import io
 import json
-import os
-import subprocess
-import sys
 import threading
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -13,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from conftest import copy_cases, quick_standin, verdicts
+from conftest import copy_cases, killed_once_submitted, quick_standin, verdicts
 from whichstage import batch, live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -122,10 +119,7 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_call(tmp_path, standi
 
 
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
-    project = project_with(tmp_path, ("backup", "restore"))
-    data = json.loads((project / "cases.json").read_text())
-    data["cases"][0]["reference"] += " job-expires"  # its contextual recall's first request expires the job
-    (project / "cases.json").write_text(json.dumps(data))
+    project = copy_cases(tmp_path, ("backup", "restore"), "job-expires")  # its contextual recall expires the job
     code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == evaluate.EXIT_INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
@@ -136,28 +130,14 @@ def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(t
 
 
 def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(tmp_path, standin):
-    import time
-
     fresh = project_with(tmp_path / "fresh", ("backup",))
     code, err, requests = run(fresh, standin, "--live", "--batch", "--quiet")
     assert code == 0, err
     rounds = len([r for r in requests if r["kind"] == "batch-create"])
     project = project_with(tmp_path / "killed", ("backup",))
-    env = {**os.environ, **MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
-           "DOCS_BATCH_POLL_S": "5"}
+    env = {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url, "DOCS_BATCH_POLL_S": "5"}
     start = len(standin.requests)
-    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--batch", "--quiet"], cwd=project, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    journal, deadline = None, time.monotonic() + 60
-    while journal is None and time.monotonic() < deadline and child.poll() is None:
-        found = list((project / "recordings").glob(".*.batch.jsonl"))
-        if found and '"job"' in found[0].read_text():
-            journal = found[0]
-        time.sleep(0.05)
-    assert journal is not None, child.stderr.read() if child.poll() is not None else "no batch submitted"
-    child.kill()  # while it waits to poll the job it submitted
-    child.wait(timeout=30)
-    submitted = [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
+    submitted = killed_once_submitted(project, env, "--live", "--batch", "--quiet")  # while it waits to poll
     killed_creates = len([r for r in standin.requests[start:] if r["kind"] == "batch-create"])
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet")
     assert code == 0, err

@@ -1,16 +1,13 @@
 """`--live --batch` with an OpenAI judge: through the Files and Batch APIs of the OpenAI stand-in
 (whichstage/standins/openai.py) with the real openai client: the same verdicts as an interactive run, at half the
 price, one batch per round, and a batch that expires costs only its own entries."""
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_cases, quick_standin, verdicts
-from whichstage import batch, evaluate, live_calls, run_files
-from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+from conftest import copy_cases, evaluate_at, quick_standin, verdicts
+from whichstage import batch, evaluate, run_files
 from whichstage.standins import openai as openai_standin
 from whichstage.standins.gemini_faults import Fault
 
@@ -34,18 +31,8 @@ def project_with(tmp_path: Path, cases=CASES) -> Path:
 
 def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
     """evaluate.main in `project` against the stand-in; its exit code, stderr and the requests it made."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(project)
-        mp.setattr(live_calls, "sleep", lambda s: None)
-        for variable in (*HOSTED_KEY_VARIABLES, *URL_VARIABLES):
-            mp.delenv(variable, raising=False)
-        for variable, value in {**MODELS, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": standin.url,
-                                "DOCS_BATCH_POLL_S": "0"}.items():
-            mp.setenv(variable, value)
-        start, err = len(standin.requests), io.StringIO()
-        with redirect_stderr(err), redirect_stdout(io.StringIO()):
-            code = evaluate.main(list(args))
-    return code, err.getvalue(), standin.requests[start:]
+    return evaluate_at(project, standin, {**MODELS, "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": standin.url,
+                                          "DOCS_BATCH_POLL_S": "0"}, *args)
 
 
 def report(project: Path) -> dict:
@@ -82,10 +69,7 @@ def test_batch_verdicts_equal_the_interactive_runs_at_half_the_price_one_batch_a
 
 
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
-    project = project_with(tmp_path, ("backup", "restore"))
-    data = json.loads((project / "cases.json").read_text())
-    data["cases"][0]["reference"] += " job-expires"  # its contextual recall's first request expires the job
-    (project / "cases.json").write_text(json.dumps(data))
+    project = copy_cases(tmp_path, ("backup", "restore"), "job-expires")  # its contextual recall expires the job
     code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == evaluate.EXIT_INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
