@@ -2,6 +2,7 @@
 (whichstage/standins/anthropic.py) with the real anthropic client (whichstage/batch_anthropic.py): the same
 verdicts and tokens as an interactive run, at half the price, one batch per round, a batch that expires costing
 only its own entries, and a killed run that resumes polling its job without paying twice."""
+import asyncio
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from conftest import copy_cases, evaluate_at, killed_once_submitted, quick_standin, verdicts
 from whichstage import batch, evaluate, run_files
+from whichstage.batch_anthropic import AnthropicBatches
 from whichstage.provider_settings import HOSTED
 from whichstage.standins import anthropic as anthropic_standin
 from whichstage.standins.anthropic import Fault
@@ -110,3 +112,22 @@ def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(t
     fresh = batch_run[2]
     assert batched_requests(killed) + batched_requests(requests) == batched_requests(fresh)  # none sent twice
     assert verdicts(report(project)) == verdicts(batch_run[0])
+
+
+class Answering:
+    """A round keeper that answers every request with `text` (batch.Rounds' ask), for `provider`."""
+
+    def __init__(self, provider, text: str):
+        self.provider, self.text = provider, text
+
+    async def ask(self, prompt: str, schema) -> dict:
+        return {"text": self.text, "tokens_in": 1, "tokens_out": 1}
+
+
+def test_a_json_answer_wrapped_in_prose_is_parsed_as_the_interactive_judge_parses_it(monkeypatch):
+    from deepeval.metrics.faithfulness.schema import Verdicts
+
+    monkeypatch.setenv(KEY_VARIABLE, "test")
+    text = 'The verdicts:\n```json\n{"verdicts": []}\n```'  # a model without structured outputs
+    judge = batch.batch_judge(MODELS["DOCS_JUDGE"], Answering(AnthropicBatches(JUDGE), text))
+    assert asyncio.run(judge.a_generate("Judge each claim.", schema=Verdicts))[0] == Verdicts(verdicts=[])
