@@ -217,7 +217,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             dropped = f", dropped {gone} no longer current" if gone else ""
             index = " and the pages' index" if cassette.indexed else ""  # an entry of no call, counted apart
             progress.log(f"recorded {entry_count(cassette.computed, 'new')}{index}, kept {cassette.reused()}"
-                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
+                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write")
+                         + (cassette.requests.said() if cassette.requests else ""))
     finally:
         cassette.close()  # the recording is free for the next live run
     planned = None

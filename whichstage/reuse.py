@@ -6,12 +6,11 @@ any other is sent and its answer kept (2xx only). Outside an entry (a preflight)
 requests go out as they are."""
 import hashlib
 import json
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import httpx
 
 from whichstage.cassette.requests import current, kind_of, repeat_of
-from whichstage.stopping import refuse_if_stopped
 
 SECRET_PARAMS = {"key", "api_key", "apikey", "access_token", "token", "code"}
 CLIENT_HEADERS = ("user-agent", "x-goog-api-client", "x-stainless-package-version")
@@ -64,9 +63,11 @@ def response_of(record: dict) -> httpx.Response:
 
 class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport that serves what the run's recording holds and sends the rest (sync clients); the
-    async path sends every request."""
+    async path sends every request. `wait()` runs while a request waits for the same one on its way: it
+    raises once the run is stopped (stopping.refuse_if_stopped)."""
 
-    def __init__(self):
+    def __init__(self, wait: Callable[[], None]):
+        self.wait = wait
         self.sync: Optional[httpx.HTTPTransport] = None
         self.async_: Optional[httpx.AsyncHTTPTransport] = None
 
@@ -92,7 +93,7 @@ class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
             answer = httpx.Response(response.status_code, headers=headers, content=response.content)
             return answer, record_of(response, kind, client_of(request))
 
-        record, response = requests.take(request_key(request, repeat_of(entry)), entry, kind, send, refuse_if_stopped)
+        record, response = requests.take(request_key(request, repeat_of(entry)), entry, kind, send, self.wait)
         return response_of(record) if record is not None else response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -90,7 +90,7 @@ def reusing() -> dict:
     """The transport alone (whichstage/reuse.py), for a client whose arguments reach its async client too."""
     from whichstage.reuse import Reusing  # httpx: a replay builds no client, and need not load it
 
-    return {"transport": Reusing()}
+    return {"transport": Reusing(refuse_if_stopped)}
 
 
 def pause(seconds: float) -> None:

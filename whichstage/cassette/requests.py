@@ -122,10 +122,18 @@ class Requests:
         if keys:
             self.journal({"forget": keys})
 
-    def counts(self) -> tuple[Counter, Counter]:
-        """Requests paid and served in this run, by kind."""
+    def said(self) -> str:
+        """What this run's requests cost, for the line that ends a live run: '; requests: 12 paid (chat 4,
+        judge 8), 30 served from the recording or this run (...)'; '' when it sent none through a client."""
         with self.lock:
-            return Counter(self.paid), Counter(self.served)
+            paid, served = Counter(self.paid), Counter(self.served)
+        if not paid and not served:
+            return ""
+
+        def by_kind(counts: Counter) -> str:
+            kinds = ", ".join(f"{kind} {counts[kind]}" for kind in KINDS if counts[kind])
+            return f"{counts.total()}" + (f" ({kinds})" if kinds else "")
+        return f"; requests: {by_kind(paid)} paid, {by_kind(served)} served from the recording or this run"
 
     def to_write(self, kept: set[str]) -> dict[str, dict]:
         """The requests the saved recording keeps, sorted by key: each with the entries kept that used it, in
