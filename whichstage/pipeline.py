@@ -174,10 +174,12 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
         head = {**head, "shard": f"{shard[0]}/{shard[1]}", "inputs": shard_inputs(Inputs(loaded, model, embedder, judge))}
     predict = None
     if plan:
-        recorded = {}
+        recorded, requests = {}, {}
         for source in (folder / f"{name}.json", path):
             if source.exists():
-                recorded.update(read_recording(source, shapes.problem)["entries"])
+                data = read_recording(source, shapes.problem)
+                recorded.update(data["entries"])
+                requests.update(data.get("requests", {}))
         predict = plans.predictor(inputs, recorded)
     cassette = Cassette(path, head, Mode.RERECORD if rerecord else Mode.LIVE, predict=predict, also=also,
                         check=shapes.problem)
@@ -224,7 +226,7 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
     planned = None
     if plan:  # what the dry run noted, estimated from the recording's own measured entries
         planned = plans.text(cassette.planned, recorded, model, embedder, judge, batch,
-                             plans.possible_counterfactuals(cassette.planned, recorded, inputs))
+                             plans.possible_counterfactuals(cassette.planned, recorded, inputs), requests)
     del cassette  # the report needs none of its entries' text: free it before summarising and writing
     return of_split(every, split), planned, errored
 

@@ -6,6 +6,7 @@ any other is sent and its answer kept (2xx only). Outside an entry (a preflight)
 requests go out as they are."""
 import hashlib
 import json
+from functools import cache
 from typing import Any, Callable, Optional
 
 import httpx
@@ -31,11 +32,24 @@ def request_key(request: httpx.Request, repeat: str = "") -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def client_of(request: httpx.Request) -> str:
+def client_of(request: httpx.Request, kind: str) -> str:
     """The client libraries and versions a request names (its User-Agent and like headers), as tokens
-    'name/version', sorted: the plan compares them with those installed."""
+    'name/version', sorted, with DeepEval's for a judge's (its prompts are DeepEval's): the plan compares them
+    with those installed."""
     tokens = {t for h in CLIENT_HEADERS for t in request.headers.get(h, "").split() if "/" in t}
+    if kind == "judge":
+        tokens.add(f"deepeval/{deepeval_version()}")
     return " ".join(sorted(tokens))
+
+
+@cache
+def deepeval_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("deepeval")
+    except metadata.PackageNotFoundError:
+        return "none"
 
 
 def record_of(response: httpx.Response, kind: str, client: str) -> Optional[dict]:
@@ -91,7 +105,7 @@ class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 response.close()
             headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in DROPPED_HEADERS]
             answer = httpx.Response(response.status_code, headers=headers, content=response.content)
-            return answer, record_of(response, kind, client_of(request))
+            return answer, record_of(response, kind, client_of(request, kind))
 
         record, response = requests.take(request_key(request, repeat_of(entry)), entry, kind, send, self.wait)
         return response_of(record) if record is not None else response

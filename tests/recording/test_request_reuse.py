@@ -7,7 +7,9 @@ import io
 import json
 import os
 import shutil
+import re
 import signal
+import threading
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -97,7 +99,7 @@ def run(project: Path, standin, *args: str) -> tuple[int, str, list[bytes]]:
             mp.setenv(variable, value)
         start, err = len(standin.bodies), io.StringIO()
         with redirect_stderr(err), redirect_stdout(io.StringIO()):
-            code = evaluate.main(["--quiet", "--split", "all", *args])
+            code = evaluate.main(["--quiet", "--split", "all", "--concurrency", "1", *args])
     return code, err.getvalue(), standin.bodies[start:]
 
 
@@ -179,7 +181,7 @@ def test_an_interrupted_run_keeps_what_it_paid_for_and_the_next_does_not_pay_it_
 
     standin.on_post = on_post
     try:
-        code, err, first = run(project, standin, "--live", "--concurrency", "1")
+        code, err, first = run(project, standin, "--live")
     finally:
         standin.on_post = None
     assert code == evaluate.EXIT_TERMINATED, err
@@ -211,3 +213,75 @@ def test_a_replay_does_not_parse_the_recorded_requests(base, standin, tmp_path):
     path.write_text(head + section + "".join('  "x": not JSON at all\n' for _ in requests.splitlines()[:-1]) + "}}\n")
     code, err, sent = run(project, standin)
     assert code == 0 and sent == [], err
+
+
+def test_the_plan_bounds_the_requests_a_live_run_pays_for_by_kind(base, standin, tmp_path):
+    project = copied(base[0], tmp_path / "planned")
+    EDITS["a question"](project)
+    code, err, sent = run(project, standin, "--live", "--plan")
+    assert code == 0 and sent == [], err
+    _, out, _ = plan_text(project, standin)
+    line = next(line for line in out.splitlines() if line.startswith("requests: at most "))
+    bound = sum(int(n) for n in re.findall(r"(?:chat|embedding|judge) (\d+)", line.split(" (what")[0]))
+    code, err, paid = run(project, standin, "--live")
+    assert code == 0, err
+    assert 0 < len(paid) <= bound
+
+
+def test_the_plan_says_how_many_recorded_requests_another_client_version_sent(base, standin, tmp_path):
+    from importlib import metadata
+
+    project = copied(base[0], tmp_path / "upgraded")
+    path = project / "recordings" / f"{RUN}.json"
+    now = metadata.version("google-genai")
+    text = path.read_text()
+    path.write_text(text.replace(f"google-genai-sdk/{now}", "google-genai-sdk/0.1.0"))  # as an older client sent them
+    EDITS["a reference"](project)
+    _, out, _ = plan_text(project, standin)
+    older = len(recorded_requests(project))
+    assert f"  {older} recorded requests were sent by other client versions (google-genai-sdk 0.1.0, now {now})" in out
+
+
+def plan_text(project: Path, standin) -> tuple[int, str, list[bytes]]:
+    """`--live --plan`'s stdout."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(project)
+        for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, providers.GEMINI_URL_VARIABLE):
+            mp.delenv(variable, raising=False)
+        for variable, value in {"GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url, **STANDIN}.items():
+            mp.setenv(variable, value)
+        out = io.StringIO()
+        with redirect_stderr(io.StringIO()), redirect_stdout(out):
+            code = evaluate.main(["--live", "--plan"])
+    assert code == 0
+    return code, out.getvalue(), []
+
+
+def test_a_request_asked_twice_at_once_is_sent_once_and_both_get_its_answer():
+    from whichstage.cassette.requests import Requests
+
+    lines, sends, both_asked = [], [], threading.Barrier(2)
+    requests = Requests({}, {}, True, lines.append)
+    release = threading.Event()
+
+    def send():
+        sends.append(1)
+        release.wait(HANG_GUARD_S)
+        return "response", {"kind": "chat", "client": "", "status": 200, "type": "application/json", "json": {"a": 1}}
+
+    got = []
+
+    def ask(entry):
+        both_asked.wait(HANG_GUARD_S)
+        got.append(requests.take("k", entry, "chat", send, lambda: None))
+
+    threads = [threading.Thread(target=ask, args=(e,)) for e in ("agent/a", "agent/b")]
+    for t in threads:
+        t.start()
+    while not (sends and requests.flights.get("k")):
+        threading.Event().wait(0.01)
+    release.set()
+    for t in threads:
+        t.join(HANG_GUARD_S)
+    assert len(sends) == 1 and sorted(r is None for r, _ in got) == [False, True]
+    assert requests.to_write({"agent/a", "agent/b"})["k"]["entries"] == ["agent/a", "agent/b"]
