@@ -10,8 +10,9 @@ import shutil
 import re
 import signal
 import threading
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -65,9 +66,10 @@ EDITS = {  # the issue's table: storage is retrieved by one of the cases here, i
 }
 
 
-@pytest.fixture(scope="module")
-def standin(shared_ssl_contexts):
-    """The stand-in, logging the body of every POST it is sent (its `bodies`)."""
+@contextmanager
+def logging_standin() -> Iterator:
+    """The stand-in, logging the body of every POST it is sent (its `bodies`); `on_post(path, body)`, when set,
+    runs before it answers."""
     with pytest.MonkeyPatch.context() as mp:
         quick_standin(mp, gemini_standin)
         handler, bodies = gemini_standin.Handler, []
@@ -77,15 +79,20 @@ def standin(shared_ssl_contexts):
             data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             bodies.append(data)
             self.rfile = io.BytesIO(data)
-            hook = getattr(self.server.standin, "on_post", None)
-            if hook is not None:
-                hook(self.path, data)
+            if self.server.standin.on_post is not None:
+                self.server.standin.on_post(self.path, data)
             real(self)
 
         mp.setattr(handler, "do_POST", do_POST)
         with gemini_standin.serve(models=list(STANDIN.values())) as server:
-            server.bodies = bodies
+            server.bodies, server.on_post = bodies, None
             yield server
+
+
+@pytest.fixture(scope="module")
+def standin(shared_ssl_contexts):
+    with logging_standin() as server:
+        yield server
 
 
 def run(project: Path, standin, *args: str) -> tuple[int, str, list[bytes]]:
@@ -218,9 +225,7 @@ def test_a_replay_does_not_parse_the_recorded_requests(base, standin, tmp_path):
 def test_the_plan_bounds_the_requests_a_live_run_pays_for_by_kind(base, standin, tmp_path):
     project = copied(base[0], tmp_path / "planned")
     EDITS["a question"](project)
-    code, err, sent = run(project, standin, "--live", "--plan")
-    assert code == 0 and sent == [], err
-    _, out, _ = plan_text(project, standin)
+    out = plan_text(project, standin)
     line = next(line for line in out.splitlines() if line.startswith("requests: at most "))
     bound = sum(int(n) for n in re.findall(r"(?:chat|embedding|judge) (\d+)", line.split(" (what")[0]))
     code, err, paid = run(project, standin, "--live")
@@ -237,13 +242,14 @@ def test_the_plan_says_how_many_recorded_requests_another_client_version_sent(ba
     text = path.read_text()
     path.write_text(text.replace(f"google-genai-sdk/{now}", "google-genai-sdk/0.1.0"))  # as an older client sent them
     EDITS["a reference"](project)
-    _, out, _ = plan_text(project, standin)
+    out = plan_text(project, standin)
     older = len(recorded_requests(project))
     assert f"  {older} recorded requests were sent by other client versions (google-genai-sdk 0.1.0, now {now})" in out
 
 
-def plan_text(project: Path, standin) -> tuple[int, str, list[bytes]]:
-    """`--live --plan`'s stdout."""
+def plan_text(project: Path, standin) -> str:
+    """`--live --plan`'s stdout (it sends nothing)."""
+    start = len(standin.bodies)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
         for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, providers.GEMINI_URL_VARIABLE):
@@ -253,8 +259,8 @@ def plan_text(project: Path, standin) -> tuple[int, str, list[bytes]]:
         out = io.StringIO()
         with redirect_stderr(io.StringIO()), redirect_stdout(out):
             code = evaluate.main(["--live", "--plan"])
-    assert code == 0
-    return code, out.getvalue(), []
+    assert code == 0 and len(standin.bodies) == start
+    return out.getvalue()
 
 
 def test_a_request_asked_twice_at_once_is_sent_once_and_both_get_its_answer():
