@@ -56,9 +56,25 @@ class Requests:
     def known(self, key: str) -> Optional[dict]:
         """The record of a request already answered, or None (call with the lock held)."""
         found = self.answers.get(key)
-        if found is None and self.serve_recorded and key in self.recorded:
-            found = self.recorded[key] = record_of(self.recorded[key])
+        if found is None and self.serve_recorded:
+            found = self.parsed(key)
         return found
+
+    def parsed(self, key: str) -> Optional[dict]:
+        """The file's request, parsed once; one that cannot be read (edited by hand) is as if not recorded:
+        it is sent again, and not written back."""
+        item = self.recorded.get(key)
+        if isinstance(item, str):
+            try:
+                item = json.loads(item)
+            except (ValueError, RecursionError):
+                item = None
+            if not (isinstance(item, dict) and isinstance(item.get("entries"), list) and "status" in item
+                    and ("json" in item or "text" in item)):
+                self.recorded.pop(key)
+                return None
+            self.recorded[key] = item
+        return item
 
     def take(self, key: str, entry: str, kind: str, send: Callable[[], tuple[Any, Optional[dict]]],
              wait: Callable[[], None]) -> tuple[Optional[dict], Any]:
@@ -142,20 +158,13 @@ class Requests:
         with self.lock:
             keys = set(self.answers) | set(self.tags) | (set(self.recorded) if self.serve_recorded else set())
             for key in sorted(keys):
-                record = self.answers.get(key)
+                record = self.answers.get(key) or self.parsed(key)
                 if record is None:
-                    if key not in self.recorded:
-                        continue
-                    record = self.recorded[key] = record_of(self.recorded[key])
+                    continue
                 used = sorted((set(record.get("entries", ())) | self.tags.get(key, set())) & kept)
                 if used:
                     out[key] = {**record, "entries": used}
         return out
-
-
-def record_of(item: Any) -> dict:
-    """A request as the file keeps it (its text, read_lines), parsed; a parsed one as it is."""
-    return json.loads(item) if isinstance(item, str) else item
 
 
 def dumps_requests(requests: dict[str, Any]) -> str:
