@@ -6,11 +6,11 @@ from typing import Any, Callable, Optional
 
 from whichstage import json_text
 from whichstage.cassette.files import RecordingError, read_json, shown
-from whichstage.cassette.requests import SECTION, dumps_requests
 
 FORMAT = 2  # entries with their own dependencies; format 1 had one key for the whole file
 ENTRY_LINE = '  "'
 HEAD, TAIL = '{"key": ', ', "entries": {\n'
+SECTION = '}, "requests": {\n'  # the line after the last entry that starts the recorded requests (cassette/requests.py)
 
 Check = Callable[[str, Any], Optional[str]]  # what is wrong with an entry's value, or None
 
@@ -129,8 +129,7 @@ def dumps_recording(key: dict, entries: dict, requests: Optional[dict] = None) -
     """A recording as JSON: its key, then each entry on a line of its own (an entry kept as text as it is), so
     a diff shows the entries that changed and a large recording stays small and quick to read; then, when
     there are any, the recorded requests, a line each (cassette/requests.py)."""
-    lines = ",\n".join(f"  {json.dumps(name)}: {item if isinstance(item, str) else json.dumps(item)}"
-                        for name, item in entries.items())
+    lines = item_lines(entries)
     head = f"{HEAD}{json.dumps(key)}"
     if not entries:
         return f'{head}, "entries": {{}}}}\n'
@@ -140,3 +139,14 @@ def dumps_recording(key: dict, entries: dict, requests: Optional[dict] = None) -
 def dump_entry(value: Any) -> Any:
     """A value as it will read back from JSON, so a live report and its replay see the same thing."""
     return json.loads(json.dumps(value))
+
+
+def dumps_requests(requests: dict[str, Any]) -> str:
+    """The requests' section of a recording, a request a line, as dumps_recording ends it; '' for none."""
+    return f"{SECTION}{item_lines(requests)}\n" if requests else ""
+
+
+def item_lines(items: dict[str, Any]) -> str:
+    """Each item on a line of its own, `  "name": {...}` (an item kept as text as it is), joined by commas."""
+    return ",\n".join(f"  {json.dumps(name)}: {item if isinstance(item, str) else json.dumps(item)}"
+                       for name, item in items.items())

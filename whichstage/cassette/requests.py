@@ -9,7 +9,6 @@ from collections import Counter, defaultdict
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
-SECTION = '}, "requests": {\n'  # the line after the last entry that starts the requests, in the file
 KINDS = ("chat", "embedding", "judge")
 
 # The run's requests and the entry whose call is running, read by the transport of every model client.
@@ -165,12 +164,3 @@ class Requests:
                 if used:
                     out[key] = {**record, "entries": used}
         return out
-
-
-def dumps_requests(requests: dict[str, Any]) -> str:
-    """The requests' section of a recording, a request a line, as dumps_recording ends it; '' for none."""
-    if not requests:
-        return ""
-    lines = ",\n".join(f"  {json.dumps(key)}: {item if isinstance(item, str) else json.dumps(item)}"
-                       for key, item in requests.items())
-    return f"{SECTION}{lines}\n"

@@ -5,13 +5,15 @@ import threading
 from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import whichstage.cassette.journal as journal
 from whichstage.cassette.files import RecordingError, shown, write_atomic
 from whichstage.cassette.format import (FORMAT, Check, dump_entry, dumps_recording, entry_count, parse_item,
                                         read_recording, shown_name)
-from whichstage.cassette.requests import Requests
+
+if TYPE_CHECKING:
+    from whichstage.cassette.requests import Requests
 
 
 class Mode(Enum):
@@ -92,7 +94,7 @@ class Cassette:
         self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
         self.lock = threading.Lock()
         self.held = None  # the open lock file of a live run
-        self.requests: Optional[Requests] = None  # a live run's requests (cassette/requests.py); a plan sends none
+        self.requests: Optional["Requests"] = None  # a live run's requests (cassette/requests.py); a plan sends none
         if mode is Mode.REPLAY:
             self._open_replay()
         else:
@@ -171,6 +173,8 @@ class Cassette:
             if self.mode is Mode.LIVE:
                 self.recorded.update(data["entries"])
         if self.predict is None:
+            from whichstage.cassette.requests import Requests  # a live run's: a replay need not load it
+
             self.requests = Requests((data or {}).get("requests") or {}, dict(found["requests"]) if found else {},
                                      self.mode is Mode.LIVE, self._journal_line)
         if found is not None:
