@@ -96,7 +96,10 @@ def standin(shared_ssl_contexts):
 
 
 def run(project: Path, standin, *args: str) -> tuple[int, str, list[bytes]]:
-    """`evaluate.py ARGS` in `project` with the stand-in's models: exit code, stderr and the bodies sent."""
+    """`evaluate.py ARGS` in `project` with the stand-in's models: exit code, stderr and the bodies sent. One call
+    at a time: the in-process stand-in now and then drops a judge's connection unanswered (before its handler
+    reads it, so the retry is its only body logged); three such in a row across calls, more likely with
+    several calls at once, would take the provider as silent and end the run incomplete."""
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
         mp.setattr(live_calls, "sleep", lambda s: None)
@@ -154,6 +157,14 @@ def test_after_each_edit_a_live_run_pays_at_most_a_tenth_more_than_the_requests_
 def test_a_fresh_run_sends_no_request_body_twice(base):
     sent = base[1]
     assert sent and len(set(sent)) == len(sent)
+
+
+def test_two_fresh_runs_write_the_same_requests(base, standin, tmp_path):
+    again = some_cases(tmp_path)
+    code, err, _ = run(again, standin, "--live")
+    assert code == 0, err
+    section = [(p / "recordings" / f"{RUN}.json").read_text().partition('}, "requests": {')[2] for p in (base[0], again)]
+    assert section[0] and section[0] == section[1]
 
 
 def test_each_repeat_pays_for_its_own_requests(standin, tmp_path):
