@@ -302,3 +302,13 @@ def test_a_request_asked_twice_at_once_is_sent_once_and_both_get_its_answer():
         t.join(HANG_GUARD_S)
     assert len(sends) == 1 and sorted(r is None for r, _ in got) == [False, True]
     assert requests.to_write({"agent/a", "agent/b"})["k"]["entries"] == ["agent/a", "agent/b"]
+
+
+@pytest.mark.parametrize("entry, run", [("agent/backup", ""), ("agent/backup@expected-pages", ""),
+                                        ("agent/backup#2", "#2"), ("judge/backup#3/faithfulness", "#3"),
+                                        ("ladder/backup/vector", ""), ("abstain-fabricated/0", ""),
+                                        ("abstain-fabricated/2", "#3")])
+def test_requests_are_keyed_apart_by_the_run_an_entry_repeats(entry, run):
+    from whichstage.cassette.requests import repeat_of
+
+    assert repeat_of(entry) == run

@@ -23,10 +23,18 @@ def kind_of(entry: str, path: str) -> str:
     return "judge" if entry.startswith("judge/") else "chat"
 
 
+PIPELINE_KINDS = ("agent", "tools", "judge", "ladder", "index")
+
+
 def repeat_of(entry: str) -> str:
-    """The run number of an entry under --repeats ('#2'; '' for a case's first run), which keys its requests
-    apart: a repeat is never served a sibling's answer."""
-    case = entry.split("/")[1] if entry.count("/") else ""
+    """The run number of an entry repeated on purpose ('#2'; '' for the first run), which keys its requests
+    apart, so a repeat is never served a sibling's answer: a case's run under --repeats (`agent/<case>#2`,
+    `judge/<case>#2/<metric>`), a calibration score's (`<case>/<i>`, the i-th from 0)."""
+    kind, _, rest = entry.partition("/")
+    if kind not in PIPELINE_KINDS:
+        number = entry.rsplit("/", 1)[-1]
+        return f"#{int(number) + 1}" if number.isdigit() and number != "0" else ""
+    case = rest.split("/")[0]
     return "#" + case.rsplit("#", 1)[1] if "#" in case else ""
 
 
