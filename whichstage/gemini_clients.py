@@ -13,7 +13,7 @@ from typing import Optional
 
 from whichstage.gemini_answers import chat_result_problem, parsed_answer, response_problem
 from whichstage.provider_settings import call_timeout, google_api_key
-from whichstage.stopping import answered, before_request, client_options
+from whichstage.stopping import answered, before_request, client_options, reusing
 
 
 def gemini_http_options(timeout_s: Optional[float] = None):
@@ -43,7 +43,8 @@ def gemini_chat(name: str):
 
     logging.getLogger("langchain_google_genai.chat_models").addFilter(_not_the_empty_response_warning)
 
-    class GeminiChat(ChatGoogleGenerativeAI):  # its client_args reach its async client too: hooks here
+    class GeminiChat(ChatGoogleGenerativeAI):  # its client_args reach its async client too: hooks here,
+        # and the transport alone in its client_args (it serves the sync client's requests, sends the async one's)
         def _generate(self, *args, **kwargs):
             before_request()
             result = super()._generate(*args, **kwargs)
@@ -63,7 +64,7 @@ def gemini_chat(name: str):
             return result
 
     return GeminiChat(model=name, temperature=0, google_api_key=google_api_key(), max_retries=1,
-                      timeout=call_timeout(), disable_streaming=True)
+                      timeout=call_timeout(), disable_streaming=True, client_args=reusing())
 
 
 def gemini_embedder(name: str):

@@ -174,10 +174,12 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
         head = {**head, "shard": f"{shard[0]}/{shard[1]}", "inputs": shard_inputs(Inputs(loaded, model, embedder, judge))}
     predict = None
     if plan:
-        recorded = {}
+        recorded, requests = {}, {}
         for source in (folder / f"{name}.json", path):
             if source.exists():
-                recorded.update(read_recording(source, shapes.problem)["entries"])
+                data = read_recording(source, shapes.problem)
+                recorded.update(data["entries"])
+                requests.update(data.get("requests", {}))
         predict = plans.predictor(inputs, recorded)
     cassette = Cassette(path, head, Mode.RERECORD if rerecord else Mode.LIVE, predict=predict, also=also,
                         check=shapes.problem)
@@ -217,13 +219,14 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             dropped = f", dropped {gone} no longer current" if gone else ""
             index = " and the pages' index" if cassette.indexed else ""  # an entry of no call, counted apart
             progress.log(f"recorded {entry_count(cassette.computed, 'new')}{index}, kept {cassette.reused()}"
-                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write"))
+                         f"{dropped}: " + (f"wrote {shown(cassette.path)}" if written else "nothing to write")
+                         + (cassette.requests.said() if cassette.requests else ""))
     finally:
         cassette.close()  # the recording is free for the next live run
     planned = None
     if plan:  # what the dry run noted, estimated from the recording's own measured entries
         planned = plans.text(cassette.planned, recorded, model, embedder, judge, batch,
-                             plans.possible_counterfactuals(cassette.planned, recorded, inputs))
+                             plans.possible_counterfactuals(cassette.planned, recorded, inputs), requests)
     del cassette  # the report needs none of its entries' text: free it before summarising and writing
     return of_split(every, split), planned, errored
 

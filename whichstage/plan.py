@@ -104,8 +104,61 @@ def price(model: str) -> Optional[tuple[float, float]]:
     return data.input_price, data.output_price
 
 
+def requests_text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], requests: dict[str, dict]) -> list[str]:
+    """The requests a live run would pay for, by kind, as an honest bound: those the stale entries sent when
+    recorded (each paid again only if its content changed), plus those of entries never recorded; and how many
+    recorded requests other versions of the client libraries sent (their bodies may differ now)."""
+    stale = {entry for entry, _ in planned if entry in recorded}
+    sent = Counter(r["kind"] for r in requests.values() if stale & set(r["entries"]))
+    new = sum(entry not in recorded and kind_of(entry) not in FREE for entry, _ in planned)
+    lines = []
+    if sent or (new and requests):
+        kinds = ", ".join(f"{kind} {sent[kind]}" for kind in ("chat", "embedding", "judge") if sent[kind]) or "none"
+        more = f"; plus those of {entry_count(new)} never recorded" if new else ""
+        lines.append(f"requests: at most {kinds} (what the stale entries sent when recorded: each is paid again only "
+                     f"if its content changed, the rest are served from the recording){more}")
+    others, n = other_versions(requests)
+    if n:
+        lines.append(f"  {n} recorded request{'s were' if n > 1 else ' was'} sent by other client versions ("
+                     + ", ".join(others) + "): their bodies may differ now, so an entry run again pays for them again")
+    return lines
+
+
+def other_versions(requests: dict[str, dict]) -> tuple[list[str], int]:
+    """The client libraries whose recorded versions (a request's 'name/version' tokens) differ from those
+    installed now, as 'google-genai-sdk 3.5.0, now 3.6.1'; and how many recorded requests named one."""
+    import re
+
+    installed: dict[str, Optional[str]] = {}
+    found, n = Counter(), 0
+    for record in requests.values():
+        differ = []
+        for token in record.get("client", "").split():
+            name, _, version = token.partition("/")
+            version = (re.match(r"[0-9][0-9.]*", version) or [""])[0].rstrip(".")
+            if name not in installed:
+                installed[name] = version_of(name)
+            if installed[name] and version and installed[name] != version:
+                differ.append(f"{name} {version}, now {installed[name]}")
+        found.update(differ)
+        n += bool(differ)
+    return sorted(found), n
+
+
+def version_of(name: str) -> Optional[str]:
+    """The installed version of the distribution a client names itself by ('google-genai-sdk' is google-genai's)."""
+    from importlib import metadata
+
+    for candidate in dict.fromkeys((name, name.removesuffix("-sdk"), name.removesuffix("-python"))):
+        try:
+            return metadata.version(candidate)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model: str, embedder: str, judge: str,
-         batch: bool = False, unknown_counterfactuals: int = 0) -> str:
+         batch: bool = False, unknown_counterfactuals: int = 0, requests: Optional[dict[str, dict]] = None) -> str:
     """The plan as lines: per kind, the calls by reason; tokens and cost, and how each was estimated."""
     from whichstage import providers
 
@@ -155,6 +208,7 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
         queries = by_kind["embeddings"].total()
         lines.append(f"  embeddings: {queries} quer{'y' if queries == 1 else 'ies'} and one index of the pages with "
                      f"{embedder}; their tokens are not recorded, so they are not estimated")
+    lines += requests_text(planned, recorded, requests or {})
     said = f"${total:.4f}" if total else "$0"
     lines.append(f"estimated cost: {said}" + (f", plus what {', '.join(dict.fromkeys(unknown))} costs (price "
                                              "unknown)" if unknown else ""))

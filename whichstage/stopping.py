@@ -80,8 +80,17 @@ def answered(*_response: Any) -> None:
 
 
 def client_options() -> dict:
-    """httpx client arguments for a model client: before_request and answered as its event hooks."""
-    return {"event_hooks": {"request": [before_request], "response": [answered]}}
+    """httpx client arguments for a model client's sync client: before_request and answered as its event hooks,
+    and a transport that serves the requests the run's recording holds instead of paying for them again
+    (whichstage/reuse.py)."""
+    return {"event_hooks": {"request": [before_request], "response": [answered]}, **reusing()}
+
+
+def reusing() -> dict:
+    """The transport alone (whichstage/reuse.py), for a client whose arguments reach its async client too."""
+    from whichstage.reuse import Reusing  # httpx: a replay builds no client, and need not load it
+
+    return {"transport": Reusing(refuse_if_stopped)}
 
 
 def pause(seconds: float) -> None:

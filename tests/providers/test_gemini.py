@@ -8,9 +8,11 @@ of sleeping. The full run uses the project's default model names, so it is the d
 """
 import io
 import json
+import re
 import socket
 import threading
 import time
+from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +134,7 @@ def journal_of(project: Path, model: str) -> dict:
                 if json.loads(f.read_text().splitlines()[0]).get("key", {}).get("model") == model]
     assert len(journals) == 1, f"{len(journals)} journals for {model}"
     items = [json.loads(line) for line in journals[0].read_text().splitlines()[1:]]
-    return {item["entry"]: item["value"] for item in items}
+    return {item["entry"]: item["value"] for item in items if "entry" in item}  # not its requests' lines
 
 
 def run(project: Path, standin, *args: str, **env: str) -> Run:
@@ -237,13 +239,19 @@ def test_each_client_reached_the_server_as_expected(full_run, offline):
     # Agent turns: one, plus one more after the tools; DeepEval's structured requests; embeddings: one batch
     # indexes the pages, one embeds each search query, and the retrieval ladder indexes the pages once more
     # and embeds the question of each case with expected pages. Counterfactual runs (search returns the
-    # expected pages) are agent runs too, and embed nothing.
+    # expected pages) are agent runs too, and embed nothing. A request the run already sent is served, not sent
+    # again (the run's last line counts them by kind).
     traces, metrics = recorded_calls()
-    assert full_run.count(kind="chat", model=DEFAULTS["model"]) == sum(2 if t["tool_calls"] else 1 for t in traces)
-    assert full_run.count(kind="judge", model=DEFAULTS["judge"]) == sum(REQUESTS_PER_METRIC[m] for m in metrics)
+    served = Counter({kind: int(n) for kind, n in re.findall(r"(chat|embedding|judge) (\d+)", full_run.stderr.split(
+        " paid, ")[1])})
+    assert full_run.count(kind="chat", model=DEFAULTS["model"]) + served["chat"] == \
+        sum(2 if t["tool_calls"] else 1 for t in traces)
+    assert full_run.count(kind="judge", model=DEFAULTS["judge"]) + served["judge"] == \
+        sum(REQUESTS_PER_METRIC[m] for m in metrics)
     searches = sum(c["name"] == "search_docs" for r in rows for c in r["tool_calls"])
     laddered = sum(bool(r["expected_docs"]) for r in rows)
-    assert full_run.count(kind="embed", model=DEFAULTS["embedder"]) == 1 + searches + 1 + laddered
+    assert full_run.count(kind="embed", model=DEFAULTS["embedder"]) + served["embedding"] == \
+        1 + searches + 1 + laddered
 
 
 def test_agent_tokens_are_geminis_usage_metadata_and_the_judge_has_a_cost(full_run):
@@ -251,11 +259,15 @@ def test_agent_tokens_are_geminis_usage_metadata_and_the_judge_has_a_cost(full_r
 
     report = full_run.report(DEFAULTS["model"])
     tokens = report["summary"]["tokens"]
-    chat = [r["tokens"] for r in full_run.requests if r["kind"] == "chat"]
-    assert tokens["agent_in"] == sum(t[0] for t in chat) > 0
-    assert tokens["agent_out"] == sum(t[1] for t in chat) > 0
-    judged = [r["tokens"] for r in full_run.requests if r["kind"] == "judge"]
-    assert (tokens["judge_in"], tokens["judge_out"]) == (sum(t[0] for t in judged), sum(t[1] for t in judged))
+    # Each answer's usageMetadata, once for each entry that used it (a request sent again is served, not sent).
+    answers = [r for r in keyed(full_run.project / "recordings" / "*.json", DEFAULTS["model"])[0]["requests"].values()
+               if r["kind"] != "embedding"]
+    used = {kind: [(r["json"]["usageMetadata"], len(r["entries"])) for r in answers if r["kind"] == kind]
+            for kind in ("chat", "judge")}
+    for kind, stage in (("chat", "agent"), ("judge", "judge")):
+        assert tokens[f"{stage}_in"] == sum(u["promptTokenCount"] * n for u, n in used[kind]) > 0
+        assert tokens[f"{stage}_out"] == sum(u["candidatesTokenCount"] * n for u, n in used[kind]) > 0
+    assert sum(n for u, n in used["chat"] + used["judge"]) > len(used["chat"] + used["judge"])
     # DeepEval prices the judge's usageMetadata; the report adds the costs up.
     price = GEMINI_MODELS_DATA.get(DEFAULTS["judge"])
     assert report["summary"]["cost"] is not None and report["summary"]["cost"] > 0

@@ -107,10 +107,11 @@ def ended(child: subprocess.Popen) -> str:
 
 
 def journaled(project) -> int:
-    """The entries of the run's journal (recordings/.NAME.partial.jsonl: a header line, then one per entry)."""
+    """The entries of the run's journal (recordings/.NAME.partial.jsonl: a header line, then one per entry, and
+    one per request answered)."""
     journals = list((project / "recordings").glob(".*.partial.jsonl"))
     assert len(journals) == 1, journals
-    return len(journals[0].read_text().splitlines()) - 1
+    return sum('"entry": ' in line for line in journals[0].read_text().splitlines()[1:])
 
 
 @pytest.mark.parametrize("name", ["gemini", "ollama"])

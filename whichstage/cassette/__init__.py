@@ -1,6 +1,7 @@
 """The recording of paid calls ("cassette"), in which every entry carries the hashes of exactly what it read: files
 (paths, atomic writes, JSON read), format (the line-per-entry file), journal (what a live run paid for, as it
-goes), lock (one writer at a time), store (lookup and save: `Cassette`, `Mode`).
+goes), lock (one writer at a time), store (lookup and save: `Cassette`, `Mode`), requests (the requests a live
+run's calls sent, kept beside the entries and served instead of paid again; loaded by a live run only).
 The names below are this package's public ones; `hold` is in `lock` (it loads portalocker, which a replay
 need not)."""
 from typing import Any

@@ -40,14 +40,19 @@ def read_journal(path: Path, check: Optional[Check] = None) -> Optional[dict]:
         meta = json.loads(lines[0])
     except (ValueError, RecursionError):  # ValueError: malformed, or an integer longer than Python converts
         meta = None
-    entries, damaged = {}, []
+    entries, requests, damaged = {}, {}, []
     for number, line in enumerate(lines[1:], start=2):
         try:
             item = json.loads(line)
         except (ValueError, RecursionError):
             item = None
+        if number == len(lines) and not whole:
+            damaged.append(line)
+            continue
+        if request_line(item, requests):
+            continue
         if not (isinstance(item, dict) and isinstance(item.get("entry"), str) and isinstance(item.get("deps"), dict)
-                and "value" in item) or (number == len(lines) and not whole):
+                and "value" in item):
             damaged.append(line)
             continue
         wrong = check(item["entry"], item["value"]) if check else None
@@ -59,7 +64,23 @@ def read_journal(path: Path, check: Optional[Check] = None) -> Optional[dict]:
         ended = ended_of(path).read_text(encoding="utf-8", errors="replace").strip() or None
     except OSError:
         ended = None
-    return {"first": lines[0], "meta": meta, "entries": entries, "damaged": damaged, "ended": ended}
+    return {"first": lines[0], "meta": meta, "entries": entries, "requests": requests, "damaged": damaged,
+            "ended": ended}
+
+
+def request_line(item: object, requests: dict) -> bool:
+    """Whether a journal line is about a request (cassette/requests.py): one answered, kept in `requests` by its
+    key, or those a failed call forgets, taken out of it."""
+    if not isinstance(item, dict):
+        return False
+    if isinstance(item.get("request"), str) and isinstance(item.get("entries"), list) and "status" in item:
+        requests[item["request"]] = {k: v for k, v in item.items() if k != "request"}
+        return True
+    if isinstance(item.get("forget"), list):
+        for key in item["forget"]:
+            requests.pop(key, None)
+        return True
+    return False
 
 
 def left_by(journal: dict) -> str:
@@ -100,7 +121,8 @@ def resume(path: Path, key: dict, check: Optional[Check], notes: list[str]) -> O
     entries, damaged = found["entries"], found["damaged"]
     if damaged:
         kept = aside(path, "damaged", damaged)
-        whole = [found["first"]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()]
+        whole = [found["first"]] + [json.dumps({"entry": e, **item}) for e, item in entries.items()] + [
+            json.dumps({"request": key, **item}) for key, item in found["requests"].items()]
         write_atomic(path, "".join(line + "\n" for line in whole))
         lines, others = f"line{'' if len(damaged) == 1 else 's'}", entry_count(len(entries))
         notes.append(f"kept aside {shown(kept)}: {len(damaged)} damaged {lines} of {shown(path)}; its other {others} "
@@ -111,7 +133,8 @@ def resume(path: Path, key: dict, check: Optional[Check], notes: list[str]) -> O
 def resumable(found: dict) -> dict:
     """Of a journal read (read_journal) under the right header: its entries, how its run ended, and whether
     that run was a --rerecord."""
-    return {"rerecord": found["meta"].get("rerecord", False), "entries": found["entries"], "ended": found["ended"]}
+    return {"rerecord": found["meta"].get("rerecord", False), "entries": found["entries"],
+            "requests": found["requests"], "ended": found["ended"]}
 
 
 def usable(path: Path, key: dict, check: Optional[Check]) -> Optional[dict]:
@@ -124,9 +147,14 @@ def usable(path: Path, key: dict, check: Optional[Check]) -> Optional[dict]:
 
 
 def append(path: Path, header: dict, entry: str, item: dict) -> None:
-    """Append one entry as one whole line, starting the journal with `header` when there is none: a crash can
-    tear only the last line. A write that fails names the journal."""
-    line = json.dumps({"entry": entry, **item}) + "\n"
+    """Append one entry as one whole line (append_line)."""
+    append_line(path, header, {"entry": entry, **item})
+
+
+def append_line(path: Path, header: dict, item: dict) -> None:
+    """Append one line (an entry, or a request: cassette/requests.py), whole, starting the journal with `header`
+    when there is none: a crash can tear only the last line. A write that fails names the journal."""
+    line = json.dumps(item) + "\n"
     try:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)

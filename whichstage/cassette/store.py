@@ -5,12 +5,15 @@ import threading
 from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import whichstage.cassette.journal as journal
 from whichstage.cassette.files import RecordingError, shown, write_atomic
 from whichstage.cassette.format import (FORMAT, Check, dump_entry, dumps_recording, entry_count, parse_item,
                                         read_recording, shown_name)
+
+if TYPE_CHECKING:
+    from whichstage.cassette.requests import Requests
 
 
 class Mode(Enum):
@@ -91,6 +94,7 @@ class Cassette:
         self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
         self.lock = threading.Lock()
         self.held = None  # the open lock file of a live run
+        self.requests: Optional["Requests"] = None  # a live run's requests (cassette/requests.py); a plan sends none
         if mode is Mode.REPLAY:
             self._open_replay()
         else:
@@ -168,6 +172,11 @@ class Cassette:
             self.on_disk, self.lined = data["entries"], data.get("lined", False)
             if self.mode is Mode.LIVE:
                 self.recorded.update(data["entries"])
+        if self.predict is None:
+            from whichstage.cassette.requests import Requests  # a live run's: a replay need not load it
+
+            self.requests = Requests((data or {}).get("requests") or {}, dict(found["requests"]) if found else {},
+                                     self.mode is Mode.LIVE, self._journal_line)
         if found is not None:
             # What the journal adds to the recording: all of it for an interrupted --rerecord, which does not
             # use the file's entries; else what the file lacks (a run killed after saving holds nothing new).
@@ -185,7 +194,7 @@ class Cassette:
         if not self.path.exists():
             return None
         try:
-            data = read_recording(self.path, self.check, lazy=True)
+            data = read_recording(self.path, self.check, lazy=True, requests=self.predict is None)
         except RecordingError as e:
             if self.mode is not Mode.RERECORD:
                 raise RecordingError(f"{e}; it is not replaced (recording it again would pay for every "
@@ -288,22 +297,38 @@ class Cassette:
                 self.planned.append((entry, why))
                 self.used[entry] = {"deps": {}, "value": value}
             return value
-        value = dump_entry(compute())
+        if self.requests is None:
+            value = dump_entry(compute())
+        else:
+            with self.requests.serving(entry):
+                value = dump_entry(compute())
         item = {"deps": dump_entry(deps_of(value)), "value": value}
         with self.lock:
-            journal.append(self.journal, {"key": self.key, "rerecord": self.mode is Mode.RERECORD}, entry, item)
+            journal.append(self.journal, self._header(), entry, item)
             self.used[entry] = self.recorded[entry] = item
             self.computed += 1
         return value
 
+    def _header(self) -> dict:
+        return {"key": self.key, "rerecord": self.mode is Mode.RERECORD}
+
+    def _journal_line(self, line: dict) -> None:
+        """A request answered, or forgotten, journaled as soon as it is (cassette/requests.py)."""
+        with self.lock:
+            journal.append_line(self.journal, self._header(), line)
+
     def dumps(self) -> str:
-        """Entries sorted by name, so the file does not depend on the order calls completed in."""
+        """Entries sorted by name, so the file does not depend on the order calls completed in; then the
+        requests any of them used, sorted by key."""
         with self.lock:
             entries = dict(sorted(self.used.items()))
-        return dumps_recording(self.key, entries)
+        requests = self.requests.to_write(set(entries)) if self.requests is not None else None
+        return dumps_recording(self.key, entries, requests)
 
     def unchanged(self) -> bool:
-        """True when the entries this run used are exactly the ones the file holds."""
+        """True when the entries this run used are exactly the ones the file holds, and no request was answered."""
+        if self.requests is not None and (self.requests.answers or self.requests.tags):
+            return False
         with self.lock:  # the very objects the file's entries were read as: equal in C first (a text in used
             # is always the file's own), then, for a file read as objects, each value by identity (a
             # recomputed one may be equal)
