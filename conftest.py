@@ -87,6 +87,18 @@ def killed_once_submitted(project: Path, env: dict, *args: str) -> list[str]:
     return [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
 
 
+def used_tokens(project: Path, kind: str, tokens: Callable[[dict], tuple[int, int]]) -> tuple[int, int]:
+    """The tokens of the `kind` ("chat", "judge") answers a project's recordings keep, once for each entry that
+    used an answer: what its report counts (a request sent again is served, not paid; its entry still used
+    it). `tokens` reads (in, out) from an answer's JSON."""
+    import json
+
+    answers = [r for p in (project / "recordings").glob("*.json")
+               for r in json.loads(p.read_text()).get("requests", {}).values() if r["kind"] == kind]
+    used = [(tokens(r["json"]), len(r["entries"])) for r in answers]
+    return sum(t[0] * n for t, n in used), sum(t[1] * n for t, n in used)
+
+
 def verdicts(report: dict) -> dict:
     """A report's judged stages, each as its score and reason, by case."""
     return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in report["rows"]}

@@ -38,6 +38,7 @@ def anthropic_client(timeout_s: Optional[float] = None, async_mode: bool = False
     """An anthropic SDK client making one attempt per call (max_retries=0) with a timeout, whose httpx client
     carries the run's request hooks (stopping.client_options; awaited on the async client)."""
     import anthropic
+    import httpx2  # the SDK's HTTP module
 
     timeout = timeout_s or call_timeout()
     options = {"api_key": anthropic_key(), "base_url": hosted_url("anthropic")[0], "timeout": timeout, "max_retries": 0}
@@ -46,7 +47,7 @@ def anthropic_client(timeout_s: Optional[float] = None, async_mode: bool = False
         return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout,
                                                                                                   **hooks))
     return anthropic.Anthropic(**options, http_client=anthropic.DefaultHttpxClient(timeout=timeout,
-                                                                                   **client_options()))
+                                                                                   **client_options(httpx2)))
 
 
 def unusable(stop_reason: Optional[str], has_answer: bool) -> Optional[UnusableAnswer]:

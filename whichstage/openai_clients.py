@@ -20,7 +20,7 @@ def http_clients(timeout_s=None) -> dict:
     import httpx2
 
     timeout = timeout_s or call_timeout()
-    return {"http_client": httpx2.Client(timeout=timeout, **client_options()),
+    return {"http_client": httpx2.Client(timeout=timeout, **client_options(httpx2)),
             "http_async_client": httpx2.AsyncClient(timeout=timeout)}
 
 

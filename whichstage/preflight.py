@@ -115,7 +115,7 @@ def hosted_preflight(provider: str, names: list[str], timeout_s: Optional[float]
     sdk = importlib.import_module(provider)
     sdk_client = sdk.OpenAI if provider == "openai" else sdk.Anthropic
     client = sdk_client(api_key=key, base_url=url, max_retries=0, timeout=timeout_s,
-                        http_client=httpx2.Client(timeout=timeout_s, **client_options()))
+                        http_client=httpx2.Client(timeout=timeout_s, **client_options(httpx2)))
     for name in names:
         try:
             client.models.retrieve(name)

@@ -69,16 +69,19 @@ def record_of(response: httpx.Response, kind: str, client: str) -> Optional[dict
     return record
 
 
-def response_of(record: dict) -> httpx.Response:
-    """A recorded answer as the client reads it."""
+def response_of(record: dict, http: Any = httpx) -> httpx.Response:
+    """A recorded answer as the client reads it (an `http` module's Response: httpx's or httpx2's)."""
     body = json.dumps(record["json"]) if "json" in record else record["text"]
-    return httpx.Response(record["status"], headers={"content-type": record["type"]}, content=body.encode("utf-8"))
+    return http.Response(record["status"], headers={"content-type": record["type"]}, content=body.encode("utf-8"))
 
 
-class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
+class Reusing:
     """An httpx transport that serves what the run's recording holds and sends the rest (sync clients); the
     async path sends every request. `wait()` runs while a request waits for the same one on its way: it
-    raises once the run is stopped (stopping.refuse_if_stopped)."""
+    raises once the run is stopped (stopping.refuse_if_stopped). Built for one HTTP module (`transport()`):
+    httpx, or httpx2, the fork the openai and anthropic SDKs take and whose transports they insist on."""
+
+    http: Any = httpx
 
     def __init__(self, wait: Callable[[], None]):
         self.wait = wait
@@ -87,7 +90,7 @@ class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def send(self, request: httpx.Request) -> httpx.Response:
         if self.sync is None:
-            self.sync = httpx.HTTPTransport()
+            self.sync = self.http.HTTPTransport()
         return self.sync.handle_request(request)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -104,15 +107,15 @@ class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
             finally:
                 response.close()
             headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in DROPPED_HEADERS]
-            answer = httpx.Response(response.status_code, headers=headers, content=response.content)
+            answer = self.http.Response(response.status_code, headers=headers, content=response.content)
             return answer, record_of(response, kind, client_of(request, kind))
 
         record, response = requests.take(request_key(request, repeat_of(entry)), entry, kind, send, self.wait)
-        return response_of(record) if record is not None else response
+        return response_of(record, self.http) if record is not None else response
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.async_ is None:
-            self.async_ = httpx.AsyncHTTPTransport()
+            self.async_ = self.http.AsyncHTTPTransport()
         return await self.async_.handle_async_request(request)
 
     def close(self) -> None:
@@ -122,3 +125,9 @@ class Reusing(httpx.BaseTransport, httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self.async_ is not None:
             await self.async_.aclose()
+
+
+@cache
+def transport_class(http: Any) -> type:
+    """Reusing as a transport of the `http` module (httpx or httpx2): a client takes only its own module's."""
+    return type("Reusing", (Reusing, http.BaseTransport, http.AsyncBaseTransport), {"http": http})

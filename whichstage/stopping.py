@@ -79,18 +79,21 @@ def answered(*_response: Any) -> None:
         attempt.answered = True
 
 
-def client_options() -> dict:
+def client_options(http: Any = None) -> dict:
     """httpx client arguments for a model client's sync client: before_request and answered as its event hooks,
     and a transport that serves the requests the run's recording holds instead of paying for them again
-    (whichstage/reuse.py)."""
-    return {"event_hooks": {"request": [before_request], "response": [answered]}, **reusing()}
+    (whichstage/reuse.py). `http` is the client's module, httpx unless it says (the openai and anthropic SDKs
+    take httpx2's)."""
+    return {"event_hooks": {"request": [before_request], "response": [answered]}, **reusing(http)}
 
 
-def reusing() -> dict:
+def reusing(http: Any = None) -> dict:
     """The transport alone (whichstage/reuse.py), for a client whose arguments reach its async client too."""
-    from whichstage.reuse import Reusing  # httpx: a replay builds no client, and need not load it
+    from whichstage.reuse import transport_class  # httpx: a replay builds no client, and need not load it
 
-    return {"transport": Reusing(refuse_if_stopped)}
+    if http is None:
+        import httpx as http
+    return {"transport": transport_class(http)(refuse_if_stopped)}
 
 
 def pause(seconds: float) -> None:

@@ -7,6 +7,8 @@ sleeping.
 """
 import io
 import json
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project, quick_standin
+from conftest import copy_project, quick_standin, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.live_calls import CallFailed, with_retries
 from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
@@ -116,14 +118,28 @@ def test_the_report_has_openais_usage_and_the_judges_cost_from_deepevals_price_t
     done, _ = full_run
     report = done.report()
     tokens = report["summary"]["tokens"]
-    chat = [r["tokens"] for r in done.requests if r["kind"] == "chat"]
-    judged = [r["tokens"] for r in done.requests if r["kind"] == "judge"]
-    assert (tokens["agent_in"], tokens["agent_out"]) == (sum(t[0] for t in chat), sum(t[1] for t in chat))
-    assert (tokens["judge_in"], tokens["judge_out"]) == (sum(t[0] for t in judged), sum(t[1] for t in judged))
+    usage = lambda answer: (answer["usage"]["prompt_tokens"], answer["usage"]["completion_tokens"])  # noqa: E731
+    assert (tokens["agent_in"], tokens["agent_out"]) == used_tokens(done.project, "chat", usage)
+    assert (tokens["judge_in"], tokens["judge_out"]) == used_tokens(done.project, "judge", usage)
+    assert tokens["agent_in"] > 0 and tokens["judge_in"] > 0
     price = OPENAI_MODELS_DATA.get(CHAT)
     assert report["summary"]["cost"] == pytest.approx(
         tokens["judge_in"] * price.input_price + tokens["judge_out"] * price.output_price, rel=1e-4)
     assert report["summary"]["cost"] > 0
+
+
+def test_a_rerun_of_stale_entries_is_served_every_unchanged_request_through_the_sdks_own_http(full_run, standin,
+                                                                                             tmp_path):
+    """The openai SDK sends through httpx2, not httpx: the reusing transport is its module's, so a comment in
+    the agent's code (every trace stale, no request changed) pays for nothing."""
+    done, _ = full_run
+    project = shutil.copytree(done.project, tmp_path / "copy")
+    with (project / "assistant.py").open("a") as f:
+        f.write("\n# a comment: the agent's code changed, none of its requests\n")
+    again = run(project, standin, "--live", "--quiet", "--split", "all")
+    assert again.code == 0, again.stderr
+    assert [r for r in again.requests if r["kind"] != "get"] == []  # the preflight's model lookups alone
+    assert re.search(r"requests: 0 .*paid, [1-9]\d* .*served", again.stderr), again.stderr
 
 
 def test_a_replay_of_the_openai_recording_imports_no_provider_library(full_run):
