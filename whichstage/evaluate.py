@@ -18,13 +18,17 @@ from whichstage import console
 from whichstage.dataset import InputError
 from whichstage.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_REGRESSED, EXIT_TERMINATED
 from whichstage.inputs import load_inputs
-from whichstage.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
+from whichstage.live_options import add_live_options, check_live_options
 from whichstage.pipeline import Interrupted, record, replay, shown_cases, subset
-from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, judge_name
+from whichstage.model_names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, is_gemini,
+                                    judge_name)
+from whichstage.provider_settings import ProviderError
+from whichstage.redact import printable
 from whichstage.report import cases as cases_text, markdown
 from whichstage.stage_view import row_view
 from whichstage.run_files import checked_label, write_reports
 from whichstage.selection import SelectionError, parse_shard, report_split, select
+from whichstage.stopping import SigtermAsInterrupt
 
 MAX_REPEATS = 100  # runs per case: a bound on memory and on a bill; more is a benchmark, not an evaluation
 EPILOG = f"""models, named by environment variables:
@@ -98,7 +102,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--label names a written run: --case, --shard, --show and --plan write no report")
     printable_stdout()
     from whichstage import baseline
-    from whichstage import providers
     from whichstage import judges
     from whichstage import project as projects
 
@@ -117,8 +120,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         split = "all" if args.show else report_split(args.split, cases if args.case else None, args.case)
         if args.live:
             model = args.model or chat_model_name()
-            if args.batch and not providers.is_gemini(judge_name()):
-                raise InputError(f"--batch: the judge {providers.printable(judge_name())} has no batch API: only a "
+            if args.batch and not is_gemini(judge_name()):
+                raise InputError(f"--batch: the judge {printable(judge_name())} has no batch API: only a "
                                  "Gemini judge (DOCS_JUDGE=gemini-...) can be asked in batches")
             report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
                                               args.repeats, cases, shard, args.plan, args.batch)
@@ -148,7 +151,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             write_reports(folder, reports, texts, label, views)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
-    except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:
+    except (InputError, RecordingError, ProviderError, baseline.BaselineError, SelectionError) as e:
         print(f"{prog}: {console.visible(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:
