@@ -28,7 +28,8 @@ def loads(text: str) -> Any:
 
 def parsed(text: str) -> tuple[Any, bool]:
     """loads(text), and whether orjson read it (then orjson reads these very bytes as json does, every time)."""
-    if isinstance(text, str) and text.count("[") + text.count("{") <= SHALLOW \
+    # JSON nested n deep is at least 2n characters long: a short text needs no count of its brackets
+    if isinstance(text, str) and (len(text) <= 2 * SHALLOW or text.count("[") + text.count("{") <= SHALLOW) \
             and WIDE not in text.encode("utf-8", "surrogatepass").translate(DIGITS):
         try:
             return orjson.loads(text), True
