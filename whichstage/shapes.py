@@ -33,11 +33,6 @@ def kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def fits(value: Any, types: tuple) -> bool:
-    """An instance of `types`, and no bool (JSON's true is not a number)."""
-    return isinstance(value, types) and value is not True and value is not False
-
-
 def expected(value: Any, what: str) -> str:
     """'expected a string, got 123'."""
     return f"expected {what}, got {kind(value) if not isinstance(value, (str, int, float)) else repr(value)}"
@@ -51,7 +46,7 @@ def fields_problem(value: dict, fields: Fields) -> Optional[str]:
         if found is None:
             if may == NULLABLE or may == OMITTABLE and name not in value:
                 continue
-        elif fits(found, types):
+        elif isinstance(found, types) and type(found) is not bool:  # JSON's true is not a number
             continue
         return f".{name}: {expected(found, what)}"
     return None
@@ -84,7 +79,8 @@ def trace_problem(value: Any) -> Optional[str]:
     if found:
         return f"value.tool_outputs{found}"
     return next((f"value.usage.{field}: {expected(count, 'a whole number')}"
-                 for field, count in value.get("usage", {}).items() if not fits(count, (int,))), None)
+                 for field, count in value.get("usage", {}).items()
+                 if not isinstance(count, int) or type(count) is bool), None)
 
 
 def output_pages(output: dict) -> Optional[str]:
