@@ -14,12 +14,13 @@ import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from whichstage import actions, providers
+from whichstage import actions
 from whichstage.call_errors import causes, is_transient
 from whichstage.cassette import write_atomic
 from whichstage.console import first_line
 from whichstage.dataset import InputError
-from whichstage.live_calls import locked_once
+from whichstage.model_code import package_version
+from whichstage.pool import locked_once
 from whichstage.project import CONFIG, Project
 from whichstage.stopping import Silent, Stopped
 
@@ -124,7 +125,7 @@ def describe_tools(tools: list) -> list[dict]:
 
 def stamp(project: Project) -> str:
     """What the agent's tools depend on: the factory, the sources, the LangChain that reads them."""
-    core = providers.package_version("langchain-core")
+    core = package_version("langchain-core")
     core = "none" if core == "not installed" else core
     return hashlib.sha256(json.dumps([project.agent, project.rank, project.sources_sha(), core]).encode()).hexdigest()
 
@@ -166,10 +167,18 @@ def describe(project: Project, pages: list[dict], records: dict[str, dict]) -> D
 
 def offline_values(project: Project, pages: list[dict], records: dict) -> dict:
     """The values the factory may name, with the offline backends: how the agent is built to read its tools."""
-    roles = rules_roles(project, records)
-    return {"model": providers.chat_model(providers.OFFLINE["chat"], roles), "pages": documents(pages),
-            "embeddings": providers.embedder(providers.OFFLINE["embedder"]), "records": records,
-            "given_pages": None}
+    providers = models()
+    return {"model": providers.chat_model(providers.OFFLINE["chat"], rules_roles(project, records)),
+            "pages": documents(pages), "embeddings": providers.embedder(providers.OFFLINE["embedder"]),
+            "records": records, "given_pages": None}
+
+
+def models():
+    """The model builders (whichstage.providers), loaded when a model is built: a replay of unchanged agent code
+    builds none, so it loads no model client."""
+    from whichstage import providers
+
+    return providers
 
 
 def check_roles(project: Project, described: Described) -> None:
@@ -210,7 +219,7 @@ def builder(inputs, model: str, embedder: str):
     """Builds the project's agent with the run's models (`inputs`: entries.Inputs): build(None) the agent,
     build(pages) the counterfactual one, whose retriever must return exactly those pages. The chat model and
     the embedder are built once, only if the factory names them. An action tool is never run (whichstage.actions)."""
-    names = inputs.loaded.described.wanted
+    names, providers = inputs.loaded.described.wanted, models()
     chat = locked_once(lambda: providers.chat_model(model, rules_roles(inputs.project, inputs.records)))
     embeddings = locked_once(lambda: providers.embedder(embedder))
     pages = locked_once(lambda: documents(inputs.pages))

@@ -29,10 +29,11 @@ from functools import cache
 from pathlib import Path
 from typing import Callable, Optional
 
-from whichstage import criteria, judging, trace as traces
+from whichstage import agent, criteria, judging, trace as traces
 from whichstage.hashes import sha
 from whichstage.judging import OWN_METRICS, READS, Measure, judged_metrics, stage_of
-from whichstage.providers import OFFLINE, code_version, judge_model
+from whichstage.model_code import code_version
+from whichstage.model_names import OFFLINE
 
 
 class Inputs:
@@ -162,7 +163,7 @@ def free(entry: str) -> bool:
 def rescored(compute: Callable) -> dict:
     """A free entry's value computed now, in a replay: with the offline judge as the model object DeepEval
     needs and never calls for it (the entry does not depend on the judge)."""
-    return compute(judge_model(OFFLINE["judge"]))
+    return compute(agent.models().judge_model(OFFLINE["judge"]))
 
 
 EXPECTED_PAGES = "@expected-pages"  # the counterfactual variant of a case's entries

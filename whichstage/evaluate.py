@@ -18,13 +18,16 @@ from whichstage import console
 from whichstage.dataset import InputError
 from whichstage.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_REGRESSED, EXIT_TERMINATED
 from whichstage.inputs import load_inputs
-from whichstage.live_calls import SigtermAsInterrupt, add_live_options, check_live_options
+from whichstage.live_options import add_live_options, check_live_options
 from whichstage.pipeline import Interrupted, record, replay, shown_cases, subset
-from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, judge_name
+from whichstage.model_names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, judge_name)
+from whichstage.provider_settings import ProviderError
+from whichstage.redact import printable
 from whichstage.report import cases as cases_text, markdown
 from whichstage.stage_view import row_view
 from whichstage.run_files import checked_label, write_reports
 from whichstage.selection import SelectionError, parse_shard, report_split, select
+from whichstage.stopping import SigtermAsInterrupt
 
 MAX_REPEATS = 100  # runs per case: a bound on memory and on a bill; more is a benchmark, not an evaluation
 EPILOG = f"""models, named by environment variables:
@@ -32,7 +35,9 @@ EPILOG = f"""models, named by environment variables:
   DOCS_EMBEDDER  the embedder (default {DEFAULT_EMBEDDER})
   DOCS_JUDGE     the judge (default {DEFAULT_JUDGE})
   rules, hash and lexical are the offline backends, e5-small a real
-  embedder run locally; a gemini name needs GOOGLE_API_KEY; any other
+  embedder run locally; provider:model names any provider
+  (openai:gpt-4.1-mini, anthropic:claude-..., google_genai:gemini-...,
+  ollama:qwen3); a bare gemini name needs GOOGLE_API_KEY; any other bare
   name is an Ollama model (OLLAMA_HOST)
 
 exit codes:
@@ -49,7 +54,6 @@ exit codes:
 def check_batches(judge: str) -> None:
     """--batch: the judge's provider has a batch API here (batch.PROVIDERS), else one line."""
     from whichstage.batch import has_batches  # asyncio: a run without --batch need not load it
-    from whichstage.redact import printable
 
     if not has_batches(judge):
         raise InputError(f"--batch: the judge {printable(judge)} has no batch API: only a Gemini, OpenAI or "
@@ -109,7 +113,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--label names a written run: --case, --shard, --show and --plan write no report")
     printable_stdout()
     from whichstage import baseline
-    from whichstage import providers
     from whichstage import judges
     from whichstage import project as projects
 
@@ -158,7 +161,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             write_reports(folder, reports, texts, label, views)
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
-    except (InputError, RecordingError, providers.ProviderError, baseline.BaselineError, SelectionError) as e:
+    except (InputError, RecordingError, ProviderError, baseline.BaselineError, SelectionError) as e:
         print(f"{prog}: {console.visible(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as e:

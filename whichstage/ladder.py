@@ -21,10 +21,11 @@ import math
 from functools import cache
 from typing import Callable, Optional
 
-from whichstage import agent, providers, trace as traces
+from whichstage import agent, trace as traces
 from whichstage.capture import page_of
 from whichstage.entries import Inputs, sha, versioned
-from whichstage.live_calls import locked_once
+from whichstage.model_code import package_version
+from whichstage.pool import locked_once
 from whichstage.stages import documents, retrieval_scores
 
 RRF_K = 60
@@ -136,7 +137,7 @@ def entry_name(case: dict, rung: str) -> str:
 @cache
 def keyword_ranker() -> str:
     """The keyword rung's method, as recorded in its entries: the library's version and every setting."""
-    return f"bm25s {providers.package_version('bm25s')} {sha({**TOKENS, **BM25})}"
+    return f"bm25s {package_version('bm25s')} {sha({**TOKENS, **BM25})}"
 
 
 def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict]]:
@@ -191,7 +192,7 @@ def project_ranker(inputs: Inputs) -> Callable[[str], object]:
     function = agent.import_function(inputs.project, inputs.project.rank, "rank")
     values = {"pages": agent.documents(inputs.pages), "records": inputs.records}
     if "embeddings" in rank_wanted(inputs):
-        values["embeddings"] = providers.embedder(inputs.embedder)
+        values["embeddings"] = agent.models().embedder(inputs.embedder)
     given = {name: values.get(name) for name in rank_wanted(inputs)}
     return lambda question: function(question, **given)
 
@@ -229,7 +230,7 @@ def vector_index(pages: list[dict], embedder: str):
     from langchain_core.documents import Document
     from langchain_core.vectorstores import InMemoryVectorStore
 
-    store = InMemoryVectorStore(providers.embedder(embedder))
+    store = InMemoryVectorStore(agent.models().embedder(embedder))
     store.add_documents([Document(page_content=indexed_text(p), id=p["id"]) for p in pages])
     return store
 

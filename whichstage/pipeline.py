@@ -12,7 +12,7 @@ from whichstage.dataset import InputError
 from whichstage.entries import Inputs, agent_entry, recorded_repeats, repeat, sha
 from whichstage.inputs import Loaded
 from whichstage.judging import STRICT_FAITHFULNESS
-from whichstage.providers import embedder_name, judge_name
+from whichstage.model_names import embedder_name, is_offline, judge_name
 from whichstage.report import cases as cases_text
 from whichstage.rows import case_row
 from whichstage.run_files import header, replay_targets, run_name
@@ -27,15 +27,13 @@ if TYPE_CHECKING:
 def recording_key(inputs: Inputs) -> dict:
     """What a report was measured with: the agent, the inputs' hashes and the models. Baselines and compare.py
     read it."""
-    from whichstage import providers
-
     cases, names = inputs.cases, (inputs.model, inputs.embedder, inputs.judge)
     return {"agent": inputs.project.agent,
             "agent_sha": inputs.common["agent code"], "tools_sha": inputs.common["tools"],
             "cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), "pages_sha": sha(inputs.pages),
             "records_sha": sha(inputs.records), "k": inputs.k, "rank": inputs.project.rank,
             "model": inputs.model, "embedder": inputs.embedder, "judge": inputs.judge,
-            "strict_faithfulness": STRICT_FAITHFULNESS, "offline": all(map(providers.is_offline, names)),
+            "strict_faithfulness": STRICT_FAITHFULNESS, "offline": all(map(is_offline, names)),
             **criteria.key_part(inputs.project.criteria)}
 
 

@@ -5,6 +5,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -157,8 +159,10 @@ def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Op
         for path, pieces in files.items():
             write_if_changed(path, pieces)
     for files in latest:
-        for path in files:  # the latest file's text, copied rather than rendered again
-            write_if_changed(kept_path(path, label), lambda path=path: pieces_of(path))
+        for path in files:  # the latest file, copied rather than rendered again
+            kept = kept_path(path, label)
+            if not holds(kept, pieces_of(path)):
+                copy_atomic(path, kept)
 
 
 def utc_now() -> datetime:
@@ -169,6 +173,23 @@ def utc_now() -> datetime:
 def kept_path(latest: Path, label: str) -> Path:
     """Where the history keeps a latest file under `label`: runs/<name>.json -> runs/history/<name>/<label>.json."""
     return latest.parent / HISTORY.name / latest.stem / f"{label}{latest.suffix}"
+
+
+def copy_atomic(source: Path, path: Path) -> None:
+    """Copy a file by the OS (no text decoded and encoded again: a report of 10,000 cases is tens of megabytes)
+    through a temp file beside `path`, renamed into place: never a torn copy, and no temp file left behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.chmod(tmp, 0o644)  # as write_atomic's: mkstemp creates 0600
+        os.replace(tmp, path)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            e.filename = str(path)  # the file asked for, not the temp file beside it
+        raise
 
 
 def pieces_of(path: Path) -> Iterator[str]:

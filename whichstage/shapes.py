@@ -12,24 +12,54 @@ tests/project/test_model.py holds the two to the same fields.
 from typing import Any, Optional
 
 NUMBER = (int, float)
+# How a field may be left out: REQUIRED (absent or null is wrong), OMITTABLE (absent is fine, null is wrong),
+# NULLABLE (absent or null is fine).
+REQUIRED, OMITTABLE, NULLABLE = "required", "omittable", "nullable"
+# Each object's fields as (name, types, what is expected, how it may be left out), checked in this order.
+TRACE = (("answer", (str,), "a string", REQUIRED), ("tool_calls", (list,), "a list", REQUIRED),
+         ("tool_outputs", (list,), "a list", REQUIRED), ("usage", (dict,), "an object", OMITTABLE),
+         ("agent_s", NUMBER, "a number of seconds", NULLABLE), ("proposed", (list,), "a list", OMITTABLE))
+CALL = (("name", (str,), "a string", REQUIRED), ("args", (dict,), "an object", REQUIRED))
+PROPOSAL = (("tool", (str,), "a string", NULLABLE), ("args", (dict,), "an object", REQUIRED))
+OUTPUT = (("tool", (str,), "a string", NULLABLE), ("content", (str,), "a string", REQUIRED))
+PAGE = (("id", (str,), "a string", NULLABLE), ("text", (str,), "a string", REQUIRED))
+VERDICT = (("score", NUMBER, "a number", NULLABLE), ("reason", (str,), "a string", NULLABLE),
+           ("judge_s", NUMBER, "a number", NULLABLE), ("cost", NUMBER, "a number", NULLABLE),
+           ("tokens_in", (int,), "a whole number", NULLABLE), ("tokens_out", (int,), "a whole number", NULLABLE))
+Fields = tuple[tuple[str, tuple, str, str], ...]
 
 
 def kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def expect(value: Any, types: tuple, field: str, what: str, optional: bool = False) -> Optional[str]:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
-        return f"{field}: expected {what}, got {kind(value) if not isinstance(value, (str, int, float)) else repr(value)}"
+def expected(value: Any, what: str) -> str:
+    """'expected a string, got 123'."""
+    return f"expected {what}, got {kind(value) if not isinstance(value, (str, int, float)) else repr(value)}"
+
+
+def fields_problem(value: dict, fields: Fields) -> Optional[str]:
+    """The first of `fields` the object holds wrongly, as '.FIELD: expected ...' (the path is built only for a
+    problem: a replay checks every entry it reads), or None."""
+    for name, types, what, may in fields:
+        found = value.get(name)
+        if found is None:
+            if may == NULLABLE or may == OMITTABLE and name not in value:
+                continue
+        elif isinstance(found, types) and type(found) is not bool:  # JSON's true is not a number
+            continue
+        return f".{name}: {expected(found, what)}"
     return None
 
 
-def first(*problems: Optional[str]) -> Optional[str]:
-    for problem in problems:
-        if problem:
-            return problem
+def objects_problem(items: list, fields: Fields, more=None) -> Optional[str]:
+    """The first problem of a list of objects, as '[I].FIELD: expected ...': each an object holding `fields`
+    rightly, and what `more(item)` finds wrong beyond them."""
+    for i, item in enumerate(items):
+        found = fields_problem(item, fields) or (more and more(item)) if isinstance(item, dict) else \
+            f": {expected(item, 'an object')}"
+        if found:
+            return f"[{i}]{found}"
     return None
 
 
@@ -37,57 +67,31 @@ def trace_problem(value: Any) -> Optional[str]:
     """An agent run: answer, tool_calls [{name, args}], tool_outputs [{tool, content, artifact?, callbacks?}],
     usage {input_tokens, output_tokens}, agent_s, proposed? [{tool, args}]."""
     if not isinstance(value, dict):
-        return expect(value, (dict,), "value", "an object (a trace)")
-    found = first(expect(value.get("answer"), (str,), "value.answer", "a string"),
-                  expect(value.get("tool_calls"), (list,), "value.tool_calls", "a list"),
-                  expect(value.get("tool_outputs"), (list,), "value.tool_outputs", "a list"),
-                  expect(value.get("usage", {}), (dict,), "value.usage", "an object"),
-                  expect(value.get("agent_s"), NUMBER, "value.agent_s", "a number of seconds", optional=True),
-                  expect(value.get("proposed", []), (list,), "value.proposed", "a list"))
+        return f"value: {expected(value, 'an object (a trace)')}"
+    found = fields_problem(value, TRACE)
     if found:
-        return found
-    found = first(named_calls(value.get("proposed", []), "value.proposed", "tool", optional=True),
-                  named_calls(value["tool_calls"], "value.tool_calls", "name"))
+        return f"value{found}"
+    for field, fields in (("proposed", PROPOSAL), ("tool_calls", CALL)):
+        found = objects_problem(value.get(field, ()), fields)
+        if found:
+            return f"value.{field}{found}"
+    found = objects_problem(value["tool_outputs"], OUTPUT, output_pages)
     if found:
-        return found
-    for i, output in enumerate(value["tool_outputs"]):
-        at = f"value.tool_outputs[{i}]"
-        found = expect(output, (dict,), at, "an object") or first(
-            expect(output.get("tool"), (str,), f"{at}.tool", "a string", optional=True),
-            expect(output.get("content"), (str,), f"{at}.content", "a string"),
-            *(pages_problem(output[source], f"{at}.{source}") for source in ("artifact", "callbacks")
-              if source in output))
-        if found:
-            return found
-    for field, count in value.get("usage", {}).items():
-        found = expect(count, (int,), f"value.usage.{field}", "a whole number")
-        if found:
-            return found
-    return None
+        return f"value.tool_outputs{found}"
+    return next((f"value.usage.{field}: {expected(count, 'a whole number')}"
+                 for field, count in value.get("usage", {}).items()
+                 if not isinstance(count, int) or type(count) is bool), None)
 
 
-def named_calls(calls: list, at: str, name: str, optional: bool = False) -> Optional[str]:
-    """The first problem of a list of calls (tool calls, proposed actions): each an object with a string `name`
-    field (absent if `optional`) and an `args` object."""
-    for i, call in enumerate(calls):
-        where = f"{at}[{i}]"
-        found = expect(call, (dict,), where, "an object") or first(
-            expect(call.get(name), (str,), f"{where}.{name}", "a string", optional=optional),
-            expect(call.get("args"), (dict,), f"{where}.args", "an object"))
-        if found:
-            return found
-    return None
-
-
-def pages_problem(pages: Any, at: str) -> Optional[str]:
-    if not isinstance(pages, list):
-        return expect(pages, (list,), at, "a list of pages")
-    for i, page in enumerate(pages):
-        found = expect(page, (dict,), f"{at}[{i}]", "an object") or first(
-            expect(page.get("id"), (str,), f"{at}[{i}].id", "a string", optional=True),
-            expect(page.get("text"), (str,), f"{at}[{i}].text", "a string"))
-        if found:
-            return found
+def output_pages(output: dict) -> Optional[str]:
+    """What is wrong with the pages a tool output carries (its artifact, its callbacks' pages)."""
+    for source in ("artifact", "callbacks"):
+        if source in output:
+            pages = output[source]
+            found = objects_problem(pages, PAGE) if isinstance(pages, list) else \
+                f": {expected(pages, 'a list of pages')}"
+            if found:
+                return f".{source}{found}"
     return None
 
 
@@ -95,20 +99,16 @@ def verdict_problem(value: Any) -> Optional[str]:
     """A judged score (a judge metric, DeepEval's tool score, a calibration score): score, reason, and the
     judge's time, tokens and cost where recorded."""
     if not isinstance(value, dict):
-        return expect(value, (dict,), "value", "an object (a score and its reason)")
+        return f"value: {expected(value, 'an object (a score and its reason)')}"
     if "score" not in value:
         return "value.score: missing"
-    return first(expect(value["score"], NUMBER, "value.score", "a number", optional=True),
-                 expect(value.get("reason"), (str,), "value.reason", "a string", optional=True),
-                 *(expect(value.get(f), NUMBER, f"value.{f}", "a number", optional=True)
-                   for f in ("judge_s", "cost")),
-                 *(expect(value.get(f), (int,), f"value.{f}", "a whole number", optional=True)
-                   for f in ("tokens_in", "tokens_out")))
+    found = fields_problem(value, VERDICT)
+    return f"value{found}" if found else None
 
 
 def ranking_problem(value: Any) -> Optional[str]:
     if not isinstance(value, list):
-        return expect(value, (list,), "value", "a list of page ids")
+        return f"value: {expected(value, 'a list of page ids')}"
     return next((f"value[{i}]: expected a page id, got {kind(p)}" for i, p in enumerate(value)
                  if not isinstance(p, str)), None)
 
@@ -116,7 +116,7 @@ def ranking_problem(value: Any) -> Optional[str]:
 def index_problem(value: Any) -> Optional[str]:
     """The hash of each part of a dependency (`index/pages`: each page's), by its id."""
     if not isinstance(value, dict):
-        return expect(value, (dict,), "value", "an object (a hash by page id)")
+        return f"value: {expected(value, 'an object (a hash by page id)')}"
     return next((f"value[{part!r}]: expected a hash, got {kind(h)}" for part, h in value.items()
                  if not isinstance(h, str)), None)
 
