@@ -1,7 +1,10 @@
 """Shared by the tests: a copy of the project to run the CLI in, so no test touches the real recordings."""
+import atexit
+import functools
 import gc
 import os
 import shutil
+import tempfile
 import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -10,19 +13,44 @@ from typing import Callable
 import pytest
 
 PROJECT = Path(__file__).parent
-COPIED = ("*.py", "whichstage/**/*.py", "*.json", "evals.toml", "recordings/*.json", "runs/*", "baselines/*.json")
+COPIED = ("*.py", "*.json", "evals.toml", "recordings/*.json", "runs/*", "baselines/*.json")
+PACKAGE = "whichstage/**/*.py"
 
 
 def copy_project(into: Path) -> Path:
-    """The project's code, inputs, recordings, reports and baselines, without its tests."""
-    for pattern in COPIED:
-        for src in PROJECT.glob(pattern):
+    """The project's code, inputs, recordings, reports and baselines, without its tests; its `whichstage` a link
+    to this process's one copy of the package (own_package gives a test that edits it a copy of its own)."""
+    into.mkdir(parents=True, exist_ok=True)
+    (into / "whichstage").symlink_to(package_copy(), target_is_directory=True)
+    copy_files(PROJECT, into, COPIED)
+    return into
+
+
+def own_package(project: Path) -> Path:
+    """The project copy's `whichstage` made a copy of its own, for a test that edits the harness's code there."""
+    (project / "whichstage").unlink()
+    copy_files(PROJECT, project, (PACKAGE,))
+    return project / "whichstage"
+
+
+@functools.cache
+def package_copy() -> Path:
+    """One copy of the package's code for every project copy this process makes: copying its files for each
+    test, and compiling them again in each child process a test starts there, cost more than the test."""
+    folder = Path(tempfile.mkdtemp(prefix="whichstage-package-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    copy_files(PROJECT, folder, (PACKAGE,))
+    return folder / "whichstage"
+
+
+def copy_files(source: Path, into: Path, patterns: tuple[str, ...]) -> None:
+    for pattern in patterns:
+        for src in source.glob(pattern):
             if src.name.startswith("test_") or src.name == "conftest.py" or src.is_dir():  # runs/history: local
                 continue
-            dest = into / src.relative_to(PROJECT)
+            dest = into / src.relative_to(source)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest)
-    return into
 
 
 def copy_cases(into: Path, cases, marker: str = "") -> Path:

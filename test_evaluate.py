@@ -15,7 +15,7 @@ import pytest
 
 from whichstage import judging
 from whichstage.cassette import Cassette, Mode, RecordingError, Stale
-from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, untimed
+from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, own_package, untimed
 from whichstage.pipeline import evaluate
 from whichstage.recording import Live
 from whichstage.run_files import header
@@ -724,7 +724,7 @@ def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsy
 
 
 def test_an_edit_to_an_offline_backends_code_makes_what_it_recorded_stale(project):
-    source = project / "whichstage" / "offline" / "lexical_judge.py"
+    source = own_package(project) / "offline" / "lexical_judge.py"
     source.write_text(source.read_text() + "\n# a changed rule\n")
     done = cli(project, "evaluate.py")  # a child: the edited code is what it loads
     assert done.returncode == 2 and "(judge code changed)" in done.stderr

@@ -449,22 +449,32 @@ def test_the_live_evals_are_opt_in_and_never_run_on_push():
     assert uploads and "runs/*.html" in uploads[0]["with"]["path"]
 
 
+def evaluate_calls(command: str, env: dict) -> list[list[str]]:
+    """The arguments of each `python evaluate.py ...` a workflow step's shell command runs, as bash expands them
+    (its variables, quotes and globs, against the files there now): `python` stands in as a function printing them."""
+    done = subprocess.run(["bash", "-c", "python() { printf '%s\\0' \"$@\"; printf '\\n'; }\n" + command],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    calls = [line.split("\0")[:-1] for line in done.stdout.splitlines()]
+    assert calls and all(call[0] == "evaluate.py" for call in calls), calls
+    return [call[1:] for call in calls]
+
+
 def test_the_workflows_shard_and_merge_commands_give_one_runs_recording(live_project):
-    """The shard job's and the merge job's own commands, run here with the offline backends on three shards."""
+    """The shard job's and the merge job's own commands, run here (evaluate.py in this process) with the offline
+    backends on three shards."""
     data, _ = workflow("evals.yml")
     shard_run = next(s["run"] for s in data["jobs"]["shard"]["steps"] if "--shard" in s.get("run", ""))
     merge_runs = [s["run"] for s in data["jobs"]["merge"]["steps"]
                   if s.get("run") and "evaluate.py" in s["run"] and "check-baseline" not in s["run"]]
     (live_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()  # every shard records its own cases
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "SHARDS": "3"}
+    env = {**os.environ, "SHARDS": "3"}
     for shard in ("1", "2", "3"):
-        done = subprocess.run(["bash", "-c", shard_run], cwd=live_project, env={**env, "SHARD": shard},
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
+        for argv in evaluate_calls(shard_run, {**env, "SHARD": shard}):
+            assert evaluate.main(argv) == 0
     for command in merge_runs:
-        done = subprocess.run(["bash", "-c", command], cwd=live_project, env=env, capture_output=True, text=True,
-                              timeout=300)
-        assert done.returncode == 0, done.stderr
+        for argv in evaluate_calls(command, env):
+            assert evaluate.main(argv) == 0
     merged = json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())
     bundled = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())
     assert untimed(merged) == untimed(bundled)

@@ -158,10 +158,11 @@ def test_a_recomputed_entry_equal_to_the_files_but_of_other_types_is_written(tmp
     assert list(value.items()) == [("ok", 1), ("n", 1.0)] and type(value["ok"]) is int
 
 
-def test_two_live_processes_never_both_pay(live_project):
-    """A second live run on a recording another one is recording exits 2 before any call. Event-based: the
-    second starts once the first has journaled a paid entry, and the first is asked for far more work than it
-    can finish meanwhile (it is stopped afterwards), so the two always overlap however slow the machine."""
+def test_two_live_processes_never_both_pay(live_project, fake_models, capsys):
+    """A second live run (here, in this process) on a recording another process is recording exits 2 before
+    any call. Event-based: the second starts once the first has journaled a paid entry, and the first is asked
+    for far more work than it can finish meanwhile (it is stopped afterwards), so the two always overlap however
+    slow the machine."""
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
     first = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
                              cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -170,10 +171,10 @@ def test_two_live_processes_never_both_pay(live_project):
         while not (journal.exists() and journal.read_text().strip()):
             assert first.poll() is None and time.monotonic() < guard, "the first run ended, or paid nothing"
             time.sleep(0.05)
-        second = subprocess.run([sys.executable, "evaluate.py", "--live", "--quiet"], cwd=live_project, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=240)
+        second = evaluate.main(["--live", "--quiet"])
         assert first.poll() is None  # still recording: the two overlapped
-        assert second.returncode == 2 and "another live run is recording it" in second.stderr
+        assert second == 2 and "another live run is recording it" in capsys.readouterr().err
+        assert fake_models.calls == []  # before any call
     finally:
         first.send_signal(signal.SIGTERM)
         first.communicate(timeout=240)

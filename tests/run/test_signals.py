@@ -1,8 +1,9 @@
 """Stopping a live run, and a provider that never answers. After Ctrl-C or SIGTERM no request (a retry
 included) is sent and the run ends within seconds, keeping what it paid for; a provider that never answers
-ends the run by itself. The real clients (Gemini's and Ollama's: chat, embeddings, DeepEval's judge) run in a
-child `evaluate.py --live` against a stand-in on 127.0.0.1 whose chosen models read each request and never
-answer it. Every wait here is on an event (a request arriving, the child exiting); the bounds are hang guards."""
+ends the run by itself. The real clients (Gemini's and Ollama's: chat, embeddings, DeepEval's judge) run
+against a stand-in on 127.0.0.1 whose chosen models read each request and never answer it: in a child
+`evaluate.py --live` where a signal is sent, in this process otherwise. Every wait here is on an event (a
+request arriving, the child exiting); the bounds are hang guards."""
 import io
 import json
 import os
@@ -25,6 +26,7 @@ from whichstage.pool import Pool
 from whichstage.stopping import SILENT_LIMIT, Stopped
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
+from conftest import quick_standin
 
 MODELS = {"gemini": {"chat": "gemini-standin-chat", "embed": "gemini-standin-embed", "judge": "gemini-standin-judge"},
           "ollama": {"chat": "standin-chat", "embed": "standin-embed", "judge": "standin-judge"}}
@@ -116,9 +118,10 @@ def journaled(project) -> int:
 
 @pytest.mark.parametrize("name", ["gemini", "ollama"])
 def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(project, monkeypatch, name):
-    # The judge never answers: the first case's trace is paid for, then its first judge call waits. Its
-    # timeout (4 s) comes after the signal, where a retry would follow; one call at a time, so no other is
-    # on its way when the signal is sent.
+    # The judge never answers: the first case's trace is paid for, then its first judge call waits; one call at
+    # a time, so no other is on its way when the signal is sent. Once it is sent, the stand-in drops that
+    # request's connection unanswered, where a retry would follow (the call's timeout, 4 s, only in case it
+    # does not).
     with provider(name, ("judge",), monkeypatch) as (requests, env):
         child = start(project, env, "--concurrency", "1", DOCS_CALL_TIMEOUT="4")
         if not requests.first_held.wait(HANG_GUARD_S):
@@ -126,6 +129,7 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(project, 
             pytest.fail(f"no judge request in {HANG_GUARD_S} s: {child.communicate()[1]}")
         before = requests.count()
         child.send_signal(signal.SIGTERM)
+        requests.released.set()
         err = ended(child)
         assert requests.count() == before, err  # nothing sent after the signal, a retry included
     assert child.returncode == evaluate.EXIT_TERMINATED and "Traceback" not in err, err
@@ -135,11 +139,35 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(project, 
     assert said == journaled(project) > 0  # what it paid for is kept, and said
 
 
+@pytest.fixture
+def in_this_process(live_project, shared_ssl_contexts, monkeypatch):
+    """evaluate.py in this process, in a copy of the project, its retries costing no time, and the stand-ins
+    quick (conftest.quick_standin); `use(env)` gives it a provider()'s environment."""
+    with pytest.MonkeyPatch.context() as mp:
+        quick_standin(mp, gemini_standin)
+        quick_standin(mp, ollama_standin)
+
+        def use(env: dict) -> None:
+            for variable in list(os.environ):
+                if variable not in env:
+                    monkeypatch.delenv(variable)
+            for variable, value in env.items():
+                monkeypatch.setenv(variable, value)
+        yield use
+
+
 @pytest.mark.parametrize("silent", ["chat", "embed", "judge"])
 @pytest.mark.parametrize("name", ["gemini", "ollama"])
-def test_a_provider_that_never_answers_ends_the_run_by_itself(project, monkeypatch, name, silent):
+def test_a_provider_that_never_answers_ends_the_run_by_itself(in_this_process, monkeypatch, capsys, name, silent):
+    # The embedder's silent attempts are waited one after another (the pages' index is built once), so they get
+    # a shorter timeout: an answer on loopback beats it, and one that came later would only count as silent too,
+    # where every check below still holds (the silent embedder is asked either way, by the ladder).
+    timeout = "0.25" if silent == "embed" else "1"
     with provider(name, (silent,), monkeypatch) as (requests, env):
-        err = ended(start(project, env, DOCS_CALL_TIMEOUT="1"))
+        in_this_process({**env, providers.TIMEOUT_VARIABLE: timeout})
+        code = evaluate.main(["--live", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == evaluate.EXIT_INCOMPLETE, err
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("evaluate.py: incomplete: "), err
     assert "attempts in a row got no answer" in err
     assert "/keyword:" not in err  # a ranking that asks no provider is never refused

@@ -191,8 +191,7 @@ def test_a_replay_imports_no_numpy_bm25s_or_langchain(project):
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & "
              "{'numpy', 'scipy', 'bm25s', 'langchain', 'langchain_core', 'deepeval'}))")
     clean = {k: v for k, v in os.environ.items() if k not in OFFLINE}
-    subprocess.run([sys.executable, "evaluate.py"], cwd=project, capture_output=True, env=clean, timeout=300,
-                   check=True)  # the first replay of the agent's code reads its tools (whichstage/agent.py)
+    load_project(project)  # the first load of the agent's code reads its tools, and keeps them (whichstage/agent.py)
     done = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, env=clean,
                           timeout=300)
     assert done.returncode == 0, done.stderr
