@@ -76,9 +76,8 @@ def logging_standin() -> Iterator:
         real = handler.do_POST
 
         def do_POST(self):
-            data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            data = self.body()
             bodies.append(data)
-            self.rfile = io.BytesIO(data)
             if self.server.standin.on_post is not None:
                 self.server.standin.on_post(self.path, data)
             real(self)
@@ -96,10 +95,7 @@ def standin(shared_ssl_contexts):
 
 
 def run(project: Path, standin, *args: str) -> tuple[int, str, list[bytes]]:
-    """`evaluate.py ARGS` in `project` with the stand-in's models: exit code, stderr and the bodies sent. One call
-    at a time: the in-process stand-in now and then drops a judge's connection unanswered (before its handler
-    reads it, so the retry is its only body logged); three such in a row across calls, more likely with
-    several calls at once, would take the provider as silent and end the run incomplete."""
+    """`evaluate.py ARGS` in `project` with the stand-in's models: exit code, stderr and the bodies sent."""
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
         mp.setattr(live_calls, "sleep", lambda s: None)

@@ -4,7 +4,6 @@ ends the run by itself. The real clients (Gemini's and Ollama's: chat, embedding
 against a stand-in on 127.0.0.1 whose chosen models read each request and never answer it: in a child
 `evaluate.py --live` where a signal is sent, in this process otherwise. Every wait here is on an event (a
 request arriving, the child exiting); the bounds are hang guards."""
-import io
 import json
 import os
 import re
@@ -61,13 +60,12 @@ class Requests:
 def counting(do_post):
     """A stand-in handler's do_POST that counts every request and holds those of silent models."""
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = self.body()
         found = re.search(r"/models/([^/:]+):", self.path)  # Gemini names the model in the path, Ollama in the body
         model = found.group(1) if found else json.loads(body or b"{}").get("model", "")
         if self.server.standin.counted.take(model):
             self.close_connection = True
             return
-        self.rfile = io.BytesIO(body)
         do_post(self)
     return do_POST
 

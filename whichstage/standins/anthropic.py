@@ -20,8 +20,7 @@ import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import Iterable, Iterator, Mapping, Optional
 from urllib.parse import urlsplit
 
 from whichstage.offline import lexical_judge
@@ -32,7 +31,7 @@ from whichstage.standins.gemini_wire import judge_text, schema_title
 from whichstage.standins.anthropic_batch import BatchRoutes
 from whichstage.standins.anthropic_wire import error_body, last_user_text, message, openai_tools, text_of, \
     to_langchain
-from whichstage.standins.ollama import bundled_roles, judge_kind, on_loopback
+from whichstage.standins.ollama import QuietHandler, bundled_roles, judge_kind, on_loopback
 
 KINDS = ("429", "500", "529", "hang", "refusal", "bad-json", "batch-expired")
 BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[^/]+)(?P<results>/results)?$")
@@ -71,13 +70,7 @@ class StandIn(gemini_standin.StandIn):
         self.url = ""
 
 
-class Handler(BatchRoutes, BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: Any
-
-    def log_message(self, *args) -> None:  # quiet: tests read the request log instead
-        pass
-
+class Handler(BatchRoutes, QuietHandler):
     reply = gemini_standin.Handler.reply  # logs the request, then answers JSON with the given headers
 
     def keyed(self) -> bool:
@@ -112,7 +105,7 @@ class Handler(BatchRoutes, BaseHTTPRequestHandler):
                              "created_at": "2025-01-01T00:00:00Z"}, model=model, kind="get")
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        body = json.loads(self.body() or b"{}")
         path = urlsplit(self.path).path
         if not self.keyed():
             return

@@ -136,7 +136,7 @@ class Handler(BatchRoutes, QuietHandler):
         self.reply(200, metadata(route["model"]), model=route["model"], kind="get")
 
     def do_DELETE(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.body()
         route = self.route()
         if route is None:
             return
@@ -145,7 +145,7 @@ class Handler(BatchRoutes, QuietHandler):
         self.batch_end(route["batch"], "delete")
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        body = json.loads(self.body() or b"{}")
         route = self.route()
         if route is None:
             return

@@ -87,6 +87,19 @@ class QuietHandler(BaseHTTPRequestHandler):
     stderr: tests read the stand-in's request log instead. Shared by the stand-in servers."""
     protocol_version = "HTTP/1.1"
     server: Any
+    read: Optional[bytes] = None
+
+    def parse_request(self) -> bool:
+        self.read = None  # a kept-alive connection's handler serves its every request
+        return super().parse_request()
+
+    def body(self) -> bytes:
+        """The request's body, read from the connection once: a test's wrapper of a handler reads it here
+        first. Reading it otherwise (and handing the handler a new `rfile`) would leave the next request on
+        the connection unread: the server would close it as the client sends on it, dropped unanswered."""
+        if self.read is None:
+            self.read = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        return self.read
 
     def log_message(self, *args) -> None:
         pass
@@ -130,7 +143,7 @@ class Handler(QuietHandler):
 
     def do_POST(self) -> None:
         standin: StandIn = self.server.standin
-        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        request = json.loads(self.body() or b"{}")
         model = request.get("model", "")
         if self.path not in ("/api/chat", "/api/embed"):
             return self.reply(404, {"error": "404 page not found"})

@@ -101,7 +101,7 @@ class Handler(BatchRoutes, QuietHandler):
             self.reply(200, model_body(model), model=model, kind="get")
 
     def do_POST(self) -> None:
-        raw, path = self.rfile.read(int(self.headers.get("Content-Length") or 0)), self.path.split("?")[0]
+        raw, path = self.body(), self.path.split("?")[0]
         if not self.authorised():
             return
         if path == "/v1/files":
