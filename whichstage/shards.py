@@ -5,6 +5,11 @@ Refused, with one line and exit 2, before anything is written: a file that is no
 of other models, case sets or inputs (their `inputs` hash: cases, pages, records, agent), two copies of one
 shard, a shard missing, an entry two shards both hold with different values or dependencies, and a live run of the
 project's recording under way (it holds the recording's lock, which the merge takes while it writes).
+
+The merged recording keeps the shards' requests (cassette/requests.py) as one run would: each with the entries
+that used it in any shard, so the next live run pays only for requests never sent. A request two shards got
+different answers to is no conflict (a model need not answer the same twice; each entry holds its own): the
+first shard's answer is kept, as one run serves a request asked twice its first answer, and the merge says so.
 """
 import argparse
 import re
@@ -23,12 +28,14 @@ class MergeError(Exception):
 def merged(paths: list[Path]) -> tuple[Path, dict]:
     """The project's recording path and its content, from every shard of one run."""
     from whichstage.cassette import read_recording, shown
+    from whichstage.cassette.requests import union
     from whichstage import shapes
 
     if not paths:
         raise MergeError("name the shard recordings to merge (recordings/NAME.shard-I-of-N.json)")
     keys, entries, owner, target = None, {}, {}, None
     seen: dict[int, Path] = {}
+    requests: dict[int, dict] = {}
     for path in paths:
         found = SHARD_NAME.match(Path(path).name)
         if not found:
@@ -50,6 +57,7 @@ def merged(paths: list[Path]) -> tuple[Path, dict]:
         if i in seen:
             raise MergeError(f"{shown(path)}: shard {i}/{n} is {shown(seen[i])} too")
         seen[i] = path
+        requests[i] = data.get("requests") if isinstance(data.get("requests"), dict) else {}
         for name, item in data["entries"].items():
             if name in entries and entries[name] != item:
                 raise MergeError(f"{shown(path)}: entry {name} differs from the one in {shown(owner[name])}")
@@ -59,7 +67,8 @@ def merged(paths: list[Path]) -> tuple[Path, dict]:
     if missing:
         raise MergeError(f"shard {missing[0]}/{total} is missing: merge every shard of the run")
     key = {k: v for k, v in keys.items() if k != "inputs"}
-    return target, {"key": key, "entries": dict(sorted(entries.items()))}
+    kept, differ = union([requests[i] for i in sorted(requests)], set(entries))
+    return target, {"key": key, "entries": dict(sorted(entries.items())), "requests": kept, "differ": differ}
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -74,7 +83,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         target, content = merged([Path(p) for p in args.shards])
         lock = hold(target, "merge")  # a live run of the same recording would write over the merge, or it over that
         try:
-            write_atomic(target, dumps_recording(content["key"], content["entries"]))
+            write_atomic(target, dumps_recording(content["key"], content["entries"], content["requests"]))
         finally:
             lock.close()
     except (MergeError, RecordingError) as e:
@@ -84,5 +93,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{prog}: merge: {shown(e.filename) if e.filename else 'output'}: cannot write: "
               f"{e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"merged {len(args.shards)} shards ({entry_count(len(content['entries']))}) into {shown(target)}")
+    n, differ = len(content["requests"]), content["differ"]
+    answered = f"; {len(differ)} answered differently in two shards: the first shard's answer kept" if differ else ""
+    print(f"merged {len(args.shards)} shards ({entry_count(len(content['entries']))}, "
+          f"{n} request{'' if n == 1 else 's'}{answered}) into {shown(target)}")
     return 0

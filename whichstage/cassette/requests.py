@@ -38,6 +38,30 @@ def repeat_of(entry: str) -> str:
     return "#" + case.rsplit("#", 1)[1] if "#" in case else ""
 
 
+def well_formed(item: Any) -> bool:
+    """A recorded request as a live run writes it: its status, its body as JSON or text, its entries."""
+    return isinstance(item, dict) and isinstance(item.get("entries"), list) and "status" in item \
+        and ("json" in item or "text" in item)
+
+
+def union(parts: list[dict[str, Any]], kept: set[str]) -> tuple[dict[str, dict], list[str]]:
+    """The requests of the recordings of one run's shards (in shard order) as one run would keep them: each with
+    the entries in `kept` that used it in any shard, sorted; one no kept entry used, or not well formed, is
+    dropped. A request two shards got different answers to (a model that does not answer the same twice)
+    keeps the first's, as one run serves a request asked twice its first answer; their keys are returned too."""
+    requests = Requests({}, {}, True, lambda line: None)
+    differ = []
+    for part in parts:
+        for key, item in part.items():
+            if not well_formed(item):
+                continue
+            record = {k: v for k, v in item.items() if k != "entries"}
+            if requests.answers.setdefault(key, record) != record:
+                differ.append(key)
+            requests.tags[key].update(e for e in item["entries"] if isinstance(e, str))
+    return requests.to_write(kept), sorted(set(differ))
+
+
 class Flight:
     """A request on its way: those asking the same wait for its record (None when it could not be kept)."""
 
@@ -76,10 +100,11 @@ class Requests:
                 item = json.loads(item)
             except (ValueError, RecursionError):
                 item = None
-            if not (isinstance(item, dict) and isinstance(item.get("entries"), list) and "status" in item
-                    and ("json" in item or "text" in item)):
-                self.recorded.pop(key)
-                return None
+        if item is not None and not well_formed(item):  # a file read whole holds its requests parsed
+            item = None
+        if item is None:
+            self.recorded.pop(key, None)
+        else:
             self.recorded[key] = item
         return item
 

@@ -130,13 +130,17 @@ class Cassette:
 
     def _reuse(self, path: Path, header: dict) -> None:
         """Entries of another recording of the same case set and models, where this one lacks them: its file's,
-        and those its journal holds (an interrupted or incomplete run of it), read only."""
+        and those its journal holds (an interrupted or incomplete run of it), read only. A shard is served the
+        project's recorded requests too (a second judge's run sends none of the first's)."""
         key = {"format": FORMAT, **header}
         found = {}
         if Path(path).exists():
             data = read_recording(path, self.check)
             if not key_changes(data["key"], key):
                 found.update(data["entries"])
+                if "shard" in self.key and self.requests is not None:
+                    for request, item in (data.get("requests") or {}).items():
+                        self.requests.recorded.setdefault(request, item)
         kept = journal.usable(journal.journal_of(path), key, self.check)  # what it paid for and did not write
         if kept is not None:
             found.update(kept["entries"])
