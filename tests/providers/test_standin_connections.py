@@ -11,7 +11,7 @@ from whichstage.standins import anthropic, gemini, ollama, openai
 
 HANG_GUARD_S = 60
 CLIENTS, EACH = 4, 10
-REQUESTS = {  # a stand-in module: the path (after its url) and body of an embedding (chat for Anthropic, which embeds nothing)
+REQUESTS = {  # a stand-in module: the path after its url, and the body, of an embedding (Anthropic: a chat)
     gemini: ("/v1beta/models/gemini-standin-embed:batchEmbedContents",
              {"requests": [{"content": {"parts": [{"text": "a page"}]}}]}),
     ollama: ("/api/embed", {"model": "nomic-embed-text", "input": ["a page"]}),
