@@ -34,7 +34,10 @@ def copy_project(into: Path, root: Path = PROJECT) -> None:
         for src in root.glob(pattern):
             dest = into / src.relative_to(root)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, dest)
+            if src.is_dir():  # runs/history/: the labelled runs kept beside the latest
+                shutil.copytree(src, dest)
+            else:
+                shutil.copy(src, dest)
 
 
 def measured(args: list[str], cwd: Path, harness: Path = PROJECT) -> tuple[float, float]:

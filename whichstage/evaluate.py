@@ -62,6 +62,20 @@ def check_batches(judge: str) -> None:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """The command; `argv` defaults to sys.argv[1:]. Its exit code."""
+    collector = gc.get_threshold()
+    # A run's rows are many long-lived objects with few cycles: the default thresholds rescan them all, often
+    # (docs/measurements.md: 10-18% of a 10,000-case replay). Restored for a caller in this process once the
+    # run has returned: its reports are freed by then, so the collection the restored thresholds start at
+    # once does not rescan them all (a fifth of a second at 10,000 cases).
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        return _main(argv)
+    finally:
+        gc.set_threshold(*collector)
+
+
+def _main(argv: Optional[list[str]]) -> int:
     prog = console.name("evaluate.py")  # how the user called this command, for its messages
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["init"]:
@@ -116,10 +130,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from whichstage import judges
     from whichstage import project as projects
 
-    terminated, collector = SigtermAsInterrupt(), gc.get_threshold()
-    # A run's rows are many long-lived objects with few cycles: the default thresholds rescan them all, often
-    # (docs/measurements.md: 10-18% of a 10,000-case replay). Restored after, for a caller in this process.
-    gc.set_threshold(50_000, 20, 100)
+    terminated = SigtermAsInterrupt()
     try:
         label = checked_label(args.label)
         loaded = load_inputs(projects.load(Path(args.project or ".")))
@@ -175,7 +186,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     finally:
         terminated.restore()
-        gc.set_threshold(*collector)
     stopped = console.write_stdout("\n\n".join(texts), command=prog)
     if stopped is not None:
         return stopped
