@@ -108,12 +108,17 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(in_this_p
     # would follow (the call's timeout, 4 s, only in case it does not).
     with provider(name, ("judge",), monkeypatch) as (requests, env):
         in_this_process({**env, providers.TIMEOUT_VARIABLE: "4"})
+        monkeypatch.setattr(live_calls, "sleep", live_calls.pause)  # a retry waits, as in a real run
         sent = []
 
         def terminate_once_held():
             if requests.first_held.wait(HANG_GUARD_S):
+                terminated = signal.getsignal(signal.SIGTERM).__self__  # the run's SigtermAsInterrupt
                 sent.append(requests.count())
                 os.kill(os.getpid(), signal.SIGTERM)
+                deadline = time.monotonic() + HANG_GUARD_S
+                while not terminated and time.monotonic() < deadline:  # the run has taken the signal
+                    time.sleep(0.01)
             requests.released.set()
         threading.Thread(target=terminate_once_held, daemon=True).start()
         code = evaluate.main(["--live", "--quiet", "--concurrency", "1"])
