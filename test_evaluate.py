@@ -735,6 +735,7 @@ def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsy
 
 
 def test_an_edit_to_an_offline_backends_code_makes_what_it_recorded_stale(project):
+    load_project(project)  # the agent's tools read into the copy's .cache, as its first replay would
     source = own_package(project) / "offline" / "lexical_judge.py"
     source.write_text(source.read_text() + "\n# a changed rule\n")
     done = cli(project, "evaluate.py")  # a child: the edited code is what it loads
