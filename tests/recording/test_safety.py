@@ -14,7 +14,7 @@ import pytest
 
 from whichstage import evaluate, pipeline
 from whichstage.cassette import Cassette, Mode, write_atomic
-from conftest import OFFLINE, OFFLINE_RUN
+from conftest import OFFLINE, OFFLINE_RUN, load_project
 from whichstage import capture
 from whichstage.entries import sha
 from whichstage.json_text import loads
@@ -438,6 +438,7 @@ def test_a_model_name_with_a_newline_or_a_nul_stays_one_line(here, capsys):
 def test_stdout_that_cannot_be_written_exits_2_in_one_line(project):
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full here")
+    load_project(project)  # the agent's tools read into the copy's .cache, as its first replay would
     env = {k: v for k, v in os.environ.items() if k not in OFFLINE}
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, stdout=full, stderr=subprocess.PIPE,
