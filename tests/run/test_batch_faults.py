@@ -150,17 +150,21 @@ def test_sigterm_while_a_poll_waits_to_retry_sends_nothing_more_and_the_next_run
     for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
                             "DOCS_BATCH_POLL_S": "0"}.items():
         monkeypatch.setenv(variable, value)
-    sent = []
+    sent, ended = [], threading.Event()
 
     def terminate_once_told_to_wait():
         deadline = time.monotonic() + 300  # a hang guard
-        while not standin.count(kind="batch-get", fault="poll-429", marker="zq-sigterm") \
-                and time.monotonic() < deadline:
+        while not standin.count(kind="batch-get", fault="poll-429", marker="zq-sigterm"):
+            if ended.is_set() or time.monotonic() > deadline:
+                return  # never signal a run that is over: the test fails on `sent`
             time.sleep(0.05)
         sent.append(len(standin.requests))  # the 429 was answered: the run now waits 50 s (Retry-After) to poll
         os.kill(os.getpid(), signal.SIGTERM)
     threading.Thread(target=terminate_once_told_to_wait, daemon=True).start()
-    code = evaluate.main(["--live", "--batch", "--quiet"])
+    try:
+        code = evaluate.main(["--live", "--batch", "--quiet"])
+    finally:
+        ended.set()
     err = capsys.readouterr().err
     assert code == 143 and sent, err
     assert len(standin.requests) == sent[0]  # no retry, no request at all after the signal
