@@ -15,7 +15,7 @@ import pytest
 
 from whichstage import judging
 from whichstage.cassette import Cassette, Mode, RecordingError, Stale
-from conftest import OFFLINE, OFFLINE_RUN, load_project, offline_inputs, own_package, untimed
+from conftest import OFFLINE, OFFLINE_RUN, copy_project, load_project, offline_inputs, own_package, untimed
 from whichstage.pipeline import evaluate
 from whichstage.recording import Live
 from whichstage.run_files import header
@@ -502,34 +502,45 @@ def evaluate_main(*args: str) -> int:
     return module.main(list(args))
 
 
-def test_replay_imports_no_model_library_once_the_agents_tools_are_read(project):
+@pytest.fixture(scope="module")
+def two_replays(tmp_path_factory) -> list[tuple[int, list, bool]]:
+    """Two replays, each in a child process of its own, of a fresh copy of the project: each one's exit code,
+    the model libraries it imported, and whether it imported pydantic."""
+    project = copy_project(tmp_path_factory.mktemp("two-replays"))
+    probe = ("import json, sys; from whichstage import evaluate; code = evaluate.main([]); "
+             "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & "
+             "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy', "
+             "'anthropic', 'langchain_openai', 'langchain_anthropic', 'httpx2'}), 'pydantic' in sys.modules]))")
+    said = []
+    for _ in range(2):
+        done = cli(project, "-c", probe)
+        assert done.returncode == 0, done.stderr
+        said.append(tuple(json.loads(done.stdout.strip().splitlines()[-1])))
+    return said
+
+
+def test_replay_imports_no_model_library_once_the_agents_tools_are_read(two_replays):
     """The first replay of the agent's code reads its tools by building it with the offline backends; a replay
     of the same code reads them from .cache/agent.json and imports no model library."""
-    probe = ("import sys; from whichstage import evaluate; evaluate.main([]); "
-             "print(sorted({m.split('.')[0] for m in sys.modules} & "
-             "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy', "
-             "'anthropic', 'langchain_openai', 'langchain_anthropic', 'httpx2'}))")
-    first = cli(project, "-c", probe)
-    assert first.returncode == 0, first.stderr
-    assert "langchain_core" in first.stdout.strip().splitlines()[-1]
-    done = cli(project, "-c", probe)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "[]"
+    (_, first, _), (_, again, _) = two_replays
+    assert "langchain_core" in first
+    assert again == []
 
 
-def test_a_replay_of_inputs_that_passed_their_schemas_imports_no_pydantic(project):
-    probe = "import sys; from whichstage import evaluate; code = evaluate.main([]); print(code, 'pydantic' in sys.modules)"
-    first = cli(project, "-c", probe)
-    assert first.stdout.strip().splitlines()[-1] == "0 True", first.stderr  # a fresh clone validates once
-    again = cli(project, "-c", probe)
-    assert again.stdout.strip().splitlines()[-1] == "0 False", again.stderr
-    cases = json.loads((project / "cases.json").read_text())
+def test_a_replay_of_inputs_that_passed_their_schemas_imports_no_pydantic(two_replays):
+    (first_code, _, first), (again_code, _, again) = two_replays
+    assert (first_code, first) == (0, True)  # a fresh clone validates once
+    assert (again_code, again) == (0, False)
+
+
+def test_inputs_refused_by_their_schemas_are_refused_on_every_run(here, capsys):
+    cases = json.loads((here / "cases.json").read_text())
     cases["cases"][4]["question"] = ""
-    (project / "cases.json").write_text(json.dumps(cases, indent=2))
+    (here / "cases.json").write_text(json.dumps(cases, indent=2))
     refused = "evaluate.py: cases.json: cases[4] (pipe-colors).question: String should have at least 1 character"
     for _ in range(2):  # the edit is validated again, refused, and never stamped: refused on every run
-        done = cli(project, "evaluate.py")
-        assert (done.returncode, done.stderr, done.stdout) == (2, refused + "\n", "")
+        assert evaluate_main() == 2
+        assert capsys.readouterr() == ("", refused + "\n")
 
 
 def test_offline_live_rerecording_is_identical_but_for_timings(live_project):
@@ -724,6 +735,7 @@ def test_ollama_without_a_server_names_the_url_it_tried(here, monkeypatch, capsy
 
 
 def test_an_edit_to_an_offline_backends_code_makes_what_it_recorded_stale(project):
+    load_project(project)  # the agent's tools read into the copy's .cache, as its first replay would
     source = own_package(project) / "offline" / "lexical_judge.py"
     source.write_text(source.read_text() + "\n# a changed rule\n")
     done = cli(project, "evaluate.py")  # a child: the edited code is what it loads

@@ -1,18 +1,17 @@
 """Stopping a live run, and a provider that never answers. After Ctrl-C or SIGTERM no request (a retry
 included) is sent and the run ends within seconds, keeping what it paid for; a provider that never answers
 ends the run by itself. The real clients (Gemini's and Ollama's: chat, embeddings, DeepEval's judge) run
-against a stand-in on 127.0.0.1 whose chosen models read each request and never answer it: in a child
-`evaluate.py --live` where a signal is sent, in this process otherwise. Every wait here is on an event (a
-request arriving, the child exiting); the bounds are hang guards."""
+against a stand-in on 127.0.0.1 whose chosen models read each request and never answer it, with
+`evaluate.main` in this process (a SIGTERM sent to it too). Every wait here is on an event (a
+request arriving, the run ending); the bounds are hang guards."""
 import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -91,21 +90,6 @@ def provider(name: str, silent: tuple[str, ...], monkeypatch) -> Iterator[tuple[
             requests.released.set()
 
 
-def start(project, env: dict, *args: str, **more: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "evaluate.py", "--live", "--quiet", *args], cwd=project,
-                            env={**env, **more}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def ended(child: subprocess.Popen) -> str:
-    """The child's stderr once it has exited by itself (killed, and the test failed, if it hangs)."""
-    try:
-        return child.communicate(timeout=HANG_GUARD_S)[1]
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-        pytest.fail(f"still running {HANG_GUARD_S} s later")
-
-
 def journaled(project) -> int:
     """The entries of the run's journal (recordings/.NAME.partial.jsonl: a header line, then one per entry, and
     one per request answered)."""
@@ -115,26 +99,35 @@ def journaled(project) -> int:
 
 
 @pytest.mark.parametrize("name", ["gemini", "ollama"])
-def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(project, monkeypatch, name):
+def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(in_this_process, monkeypatch, capsys, name):
     # The judge never answers: the first case's trace is paid for, then its first judge call waits; one call at
-    # a time, so no other is on its way when the signal is sent. Once it is sent, the stand-in drops that
-    # request's connection unanswered, where a retry would follow (the call's timeout, 4 s, only in case it
-    # does not).
+    # a time, so no other is on its way when the signal is sent (to this process, whose run takes it as a
+    # child's would). Once it is sent, the stand-in drops that request's connection unanswered, where a retry
+    # would follow (the call's timeout, 4 s, only in case it does not).
     with provider(name, ("judge",), monkeypatch) as (requests, env):
-        child = start(project, env, "--concurrency", "1", DOCS_CALL_TIMEOUT="4")
-        if not requests.first_held.wait(HANG_GUARD_S):
-            child.kill()
-            pytest.fail(f"no judge request in {HANG_GUARD_S} s: {child.communicate()[1]}")
-        before = requests.count()
-        child.send_signal(signal.SIGTERM)
-        requests.released.set()
-        err = ended(child)
-        assert requests.count() == before, err  # nothing sent after the signal, a retry included
-    assert child.returncode == evaluate.EXIT_TERMINATED and "Traceback" not in err, err
+        in_this_process({**env, providers.TIMEOUT_VARIABLE: "4"})
+        monkeypatch.setattr(live_calls, "sleep", live_calls.pause)  # a retry waits, as in a real run
+        sent = []
+
+        def terminate_once_held():
+            if requests.first_held.wait(HANG_GUARD_S):
+                terminated = signal.getsignal(signal.SIGTERM).__self__  # the run's SigtermAsInterrupt
+                sent.append(requests.count())
+                os.kill(os.getpid(), signal.SIGTERM)
+                deadline = time.monotonic() + HANG_GUARD_S
+                while not terminated and time.monotonic() < deadline:  # the run has taken the signal
+                    time.sleep(0.01)
+            requests.released.set()
+        threading.Thread(target=terminate_once_held, daemon=True).start()
+        code = evaluate.main(["--live", "--quiet", "--concurrency", "1"])
+        err = capsys.readouterr().err
+        assert sent, f"no judge request in {HANG_GUARD_S} s: {err}"
+        assert requests.count() == sent[0], err  # nothing sent after the signal, a retry included
+    assert code == evaluate.EXIT_TERMINATED and "Traceback" not in err, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("evaluate.py: terminated: ") and last.endswith("; run --live again to finish"), err
     said = int(last.split("terminated: ")[1].split()[0])
-    assert said == journaled(project) > 0  # what it paid for is kept, and said
+    assert said == journaled(Path.cwd()) > 0  # what it paid for is kept, and said
 
 
 @pytest.fixture
