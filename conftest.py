@@ -115,6 +115,15 @@ def killed_once_submitted(project: Path, env: dict, *args: str) -> list[str]:
     return [json.loads(line)["job"] for line in journal.read_text().splitlines() if '"job"' in line]
 
 
+def comparable(row: dict) -> dict:
+    """A report row without measured times (`*_s`) and the judge's cost, which the offline judge has not (nor,
+    so, what its extra runs spent)."""
+    row = {k: v for k, v in row.items() if not k.endswith("_s") and k != "also_spent"}
+    row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and k != "cost"}
+                     for stage, verdict in row["judged"].items()}
+    return row
+
+
 def used_tokens(project: Path, kind: str, tokens: Callable[[dict], tuple[int, int]]) -> tuple[int, int]:
     """The tokens of the `kind` ("chat", "judge") answers a project's recordings keep, once for each entry that
     used an answer: what its report counts (a request sent again is served, not paid; its entry still used

@@ -28,7 +28,7 @@ from whichstage import preflight, provider_settings, providers
 from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
-from conftest import copy_project, load_project, quick_standin, recorded_calls
+from conftest import comparable, copy_project, load_project, quick_standin, recorded_calls
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
 from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
@@ -155,15 +155,6 @@ def run(project: Path, standin, *args: str, **env: str) -> Run:
             code = evaluate.main(list(args))
         took = time.perf_counter() - began
     return Run(project, code, err.getvalue(), sleeps, took, standin.requests[start:])
-
-
-def comparable(row: dict) -> dict:
-    """A report row without measured times (`*_s`) and the judge's cost, which the offline judge has not (nor,
-    so, what its extra runs spent)."""
-    row = {k: v for k, v in row.items() if not k.endswith("_s") and k != "also_spent"}
-    row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and k != "cost"}
-                     for stage, verdict in row["judged"].items()}
-    return row
 
 
 def untimed(value):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project, quick_standin, used_tokens
+from conftest import comparable, copy_project, quick_standin, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.live_calls import CallFailed, with_retries
 from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
@@ -67,14 +67,6 @@ def run(project: Path, standin, *args: str, **env) -> Run:
         with redirect_stderr(err), redirect_stdout(io.StringIO()):
             code = evaluate.main(list(args))
     return Run(project, code, err.getvalue(), sleeps, standin.requests[start:])
-
-
-def comparable(row: dict) -> dict:
-    """A report row without measured times and the judge's cost, which the offline judge has not."""
-    row = {k: v for k, v in row.items() if not k.endswith("_s") and k != "also_spent"}
-    row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and k != "cost"}
-                     for stage, verdict in row["judged"].items()}
-    return row
 
 
 @pytest.fixture(scope="module")
