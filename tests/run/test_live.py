@@ -213,55 +213,31 @@ def test_report_puts_tokens_and_latency_next_to_quality():
     assert "Tokens: agent" in markdown and "Latency: agent run p50" in markdown
 
 
-def test_a_killed_run_keeps_whole_entries_and_the_rerun_completes_it(live_project, capsys):
-    """SIGKILL, a crash: no handler runs, so the run killed is a child process; the rerun, which reads only what
-    that left on disk, runs in this process."""
+@pytest.mark.parametrize("signum, code", [(9, None), (15, 143)])
+def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(live_project, capsys, signum,
+                                                                                    code):
+    """The run that is killed is a child process; the rerun, which reads only what that left on disk, runs in
+    this process."""
     import os
     import subprocess
     import sys
     import time
 
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
+    journal = live_project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
     child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=live_project,
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    journal, deadline = journal_of(live_project), time.monotonic() + 120
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
     while len(journal.read_text().splitlines() if journal.exists() else []) < 6 and time.monotonic() < deadline \
             and child.poll() is None:
         time.sleep(0.05)
-    child.kill()
-    child.wait()
-    assert_rerun_completes(live_project, capsys)
-
-
-def test_a_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(live_project, fake_models, capsys):
-    """SIGTERM, a cancelled CI job, arrives (in this process) once the journal holds five entries."""
-    import os
-    import signal
-
-    journal, sent = journal_of(live_project), []
-
-    def terminate(call):
-        if not sent and len(journal.read_text().splitlines() if journal.exists() else []) >= 6:
-            sent.append(call)
-            os.kill(os.getpid(), signal.SIGTERM)
-    fake_models.on_call(lambda call: True, terminate)
-    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_TERMINATED
-    err = capsys.readouterr().err
-    said = err.strip().splitlines()  # after the --rerecord note, one line says what was kept
-    assert sent and said[-1].startswith("evaluate.py: terminated: ") and "Traceback" not in err
-    assert "new entries are kept in" in said[-1]
-    fake_models.reset()
-    assert_rerun_completes(live_project, capsys)
-
-
-def journal_of(project: Path) -> Path:
-    return project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
-
-
-def assert_rerun_completes(project: Path, capsys) -> None:
-    """The stopped run left whole journal entries, at least five and not every one; a rerun resumes from them
-    and records what a whole run does."""
-    kept = journal_entries(journal_of(project))
+    child.send_signal(signum)  # SIGKILL: a crash, no handler runs; SIGTERM: a cancelled CI job
+    err = child.communicate()[1]
+    if code is not None:
+        said = err.strip().splitlines()  # after the --rerecord note, one line says what was kept
+        assert child.returncode == code and said[-1].startswith("evaluate.py: terminated: ")
+        assert "new entries are kept in" in said[-1] and "Traceback" not in err
+    kept = journal_entries(journal)
     total = len(recording(HERE))
     assert 5 <= len(kept) < total and all(item["entry"] for item in kept)
     capsys.readouterr()
@@ -269,7 +245,7 @@ def assert_rerun_completes(project: Path, capsys) -> None:
     stderr = capsys.readouterr().err
     assert returncode == 0, stderr
     assert f"resuming: {len(kept)} entries from an interrupted run are kept" in stderr
-    assert recording(project) == recording(HERE)
+    assert recording(live_project) == recording(HERE)
 
 
 @pytest.mark.parametrize("args, message", [(["--rerecord"], "--rerecord goes with --live"),
