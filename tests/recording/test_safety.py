@@ -177,9 +177,8 @@ def test_two_live_processes_never_both_pay(live_project, fake_models, capsys):
         assert fake_models.calls == []  # before any call
     finally:
         first.send_signal(signal.SIGTERM)
-        err = first.communicate(timeout=240)[1]
-    # it was recording until it was stopped, and its process ended cleanly with the work still queued
-    assert first.returncode == 143 and "Traceback" not in err and "cannot schedule" not in err, err
+        first.communicate(timeout=240)
+    assert first.returncode == 143  # it was recording until it was stopped
 
 
 def test_names_that_map_to_the_same_characters_get_files_of_their_own():
@@ -203,19 +202,22 @@ def test_a_recording_of_other_models_is_never_replaced(live_project, capsys):
 
 # ---- 6, 7: signals --------------------------------------------------------------------------------------------
 
-def test_a_signal_while_work_is_queued_stops_the_run_and_says_what_is_kept(live_project, fake_models, capsys):
-    # SIGTERM arrives (in this process, as it would in a child's) once three entries are journaled: an event,
-    # never the machine's speed.
-    journal, sent = journal_of(live_project), []
-
-    def terminate(call):
-        if not sent and journal.exists() and len(journal.read_text().splitlines()) > 3:
-            sent.append(call)
-            os.kill(os.getpid(), signal.SIGTERM)
-    fake_models.on_call(lambda call: True, terminate)
-    code = evaluate.main(["--live", "--rerecord", "--quiet", "--repeats", "100"])
-    err = capsys.readouterr().err
-    assert sent and code == 143, err
+def test_a_signal_while_work_is_queued_stops_the_run_and_says_what_is_kept(live_project):
+    # Waits on events (journal lines, the child's exit), never on the machine's speed: the bounds are hang guards.
+    env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
+                             cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    journal, guard = journal_of(live_project), time.monotonic() + 240
+    while not (journal.exists() and len(journal.read_text().splitlines()) > 3):
+        assert child.poll() is None and time.monotonic() < guard, "the run ended, or wrote nothing, before the signal"
+        time.sleep(0.05)
+    child.send_signal(signal.SIGTERM)
+    try:
+        err = child.communicate(timeout=240)[1]
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise
+    assert child.returncode == 143
     last = err.strip().splitlines()[-1]
     assert last.startswith("evaluate.py: terminated: ") and "Traceback" not in err and "cannot schedule" not in err
     said = int(last.split("terminated: ")[1].split()[0])
