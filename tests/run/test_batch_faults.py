@@ -5,14 +5,15 @@ retry waits. None leaves a run waiting forever, a traceback, a secret in any out
 import json
 import os
 import signal
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import quick_standin
-from whichstage import evaluate, live_calls, providers, run_files
+from whichstage import live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
@@ -140,34 +141,22 @@ def test_a_bad_wait_is_refused_with_one_line_before_any_call(tmp_path, standin):
     assert not [r for r in requests if r["kind"] in ("chat", "batch-create")]
 
 
-def test_sigterm_while_a_poll_waits_to_retry_sends_nothing_more_and_the_next_run_resumes(tmp_path, standin,
-                                                                                         monkeypatch, capsys):
-    """The run is evaluate.main in this process's main thread, where SIGTERM is handled as in a child's."""
+def test_sigterm_while_a_poll_waits_to_retry_sends_nothing_more_and_the_next_run_resumes(tmp_path, standin):
     project = marked(tmp_path, "zq-sigterm")
-    monkeypatch.chdir(project)
-    for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES):
-        monkeypatch.delenv(variable, raising=False)
-    for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
-                            "DOCS_BATCH_POLL_S": "0"}.items():
-        monkeypatch.setenv(variable, value)
-    sent, ended = [], threading.Event()
-
-    def terminate_once_told_to_wait():
-        deadline = time.monotonic() + 300  # a hang guard
-        while not standin.count(kind="batch-get", fault="poll-429", marker="zq-sigterm"):
-            if ended.is_set() or time.monotonic() > deadline:
-                return  # never signal a run that is over: the test fails on `sent`
-            time.sleep(0.05)
-        sent.append(len(standin.requests))  # the 429 was answered: the run now waits 50 s (Retry-After) to poll
-        os.kill(os.getpid(), signal.SIGTERM)
-    threading.Thread(target=terminate_once_told_to_wait, daemon=True).start()
-    try:
-        code = evaluate.main(["--live", "--batch", "--quiet"])
-    finally:
-        ended.set()
-    err = capsys.readouterr().err
-    assert code == 143 and sent, err
-    assert len(standin.requests) == sent[0]  # no retry, no request at all after the signal
+    env = {**os.environ, **MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
+           "DOCS_BATCH_POLL_S": "0"}
+    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--batch", "--quiet"], cwd=project, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300  # a hang guard
+    while not standin.count(kind="batch-get", fault="poll-429", marker="zq-sigterm") and child.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert child.poll() is None, child.stderr.read()
+    sent = len(standin.requests)  # the 429 was answered: the run now waits 50 s (Retry-After) to poll again
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 143, err
+    assert len(standin.requests) == sent  # no retry, no request at all after the signal
     assert err.splitlines()[-1].startswith("evaluate.py: terminated: ")
     assert "Traceback" not in err and "never retrieved" not in err
     (job,), done = jobs_of(project)
