@@ -10,17 +10,10 @@ taken as silent). The judge makes one attempt per call (DeepEval's tenacity retr
 """
 from typing import Optional
 
-from whichstage.gemini_answers import BlockedResponse, EmptyResponse, UnusableAnswer, judged
+from whichstage.gemini_answers import BlockedResponse, EmptyResponse, UnusableAnswer, judge_cost, judged
+from whichstage.model_names import model_of
 from whichstage.provider_settings import call_timeout, hosted_key, hosted_url
 from whichstage.stopping import answered, before_request, client_options
-
-PREFIX = "anthropic:"
-
-
-def model_id(name: str) -> str:
-    """The model's id as Anthropic's API names it: the name without its `anthropic:` provider prefix."""
-    return name[len(PREFIX):] if name.startswith(PREFIX) else name
-
 
 def anthropic_key() -> str:
     return hosted_key("anthropic")[1]
@@ -85,16 +78,8 @@ def anthropic_chat(name: str):
                     raise problem
             return result
 
-    return AnthropicChat(model=model_id(name), temperature=0, max_retries=0, timeout=call_timeout(),
+    return AnthropicChat(model=model_of(name), temperature=0, max_retries=0, timeout=call_timeout(),
                          api_key=anthropic_key(), base_url=hosted_url("anthropic")[0], disable_streaming=True)
-
-
-def judge_cost(model_data, tokens_in: int, tokens_out: int):
-    """DeepEval's EvaluationCost from its Anthropic price table, with the token counts riding on it; a model
-    it has no price for costs None ("price unknown"), its tokens still counted."""
-    from deepeval.models.utils import EvaluationCost, token_cost
-
-    return token_cost(model_data, tokens_in, tokens_out) or EvaluationCost(None, tokens_in, tokens_out)
 
 
 def answer_text(message) -> str:
@@ -132,4 +117,4 @@ def anthropic_judge(name: str):
         def load_model(self, async_mode: bool = False):  # once, at construction (kept as self.model)
             return anthropic_client()
 
-    return AnthropicJudge(model=model_id(name), api_key=anthropic_key(), temperature=0)
+    return AnthropicJudge(model=model_of(name), api_key=anthropic_key(), temperature=0)

@@ -1,5 +1,6 @@
 """What a Gemini answer holds when there is nothing to use in it (blocked, withheld, empty, not the JSON its
-schema asks for), raised as an UnusableAnswer naming the cause: not transient, so never retried."""
+schema asks for), raised as an UnusableAnswer naming the cause: not transient, so never retried. Also what
+every provider's judge makes of an answer: the schema parsed from it, and its cost."""
 from typing import Optional
 
 # Finish reasons (google.genai.types.FinishReason) under which Gemini withholds the answer.
@@ -97,3 +98,11 @@ def judged(text: str, schema):
     """The judge's answer as DeepEval asked for it: the text, or the schema parsed from the JSON object in it
     (all of it under structured outputs; a model without them may wrap it in prose)."""
     return text if schema is None else parsed_answer(schema, json_text(text))
+
+
+def judge_cost(model_data, tokens_in: int, tokens_out: int):
+    """DeepEval's EvaluationCost from its price table for the judge's model, the token counts riding on it; a
+    model it has no price for costs None ("price unknown"), its tokens still counted."""
+    from deepeval.models.utils import EvaluationCost, token_cost
+
+    return token_cost(model_data, tokens_in, tokens_out) or EvaluationCost(None, tokens_in, tokens_out)

@@ -9,7 +9,7 @@ call_timeout() seconds, on an httpx2 client (the openai SDK's transport) carryin
 """
 import dataclasses
 
-from whichstage.gemini_answers import BlockedResponse, EmptyResponse, judged
+from whichstage.gemini_answers import BlockedResponse, EmptyResponse, judge_cost, judged
 from whichstage.provider_settings import call_timeout, hosted_key, hosted_url
 from whichstage.stopping import client_options
 
@@ -96,7 +96,7 @@ def openai_judge(name: str):
             completion = self.model.chat.completions.create(**judge_request(self, prompt, schema, audio))
             text, usage = answer_text(completion), completion.usage
             tokens = (usage.prompt_tokens, usage.completion_tokens) if usage else (None, None)
-            cost = (self.calculate_cost(*tokens) if usage else None) or EvaluationCost(None, *tokens)
+            cost = judge_cost(self.model_data, *tokens) if usage else EvaluationCost(None, *tokens)
             return judged(text, schema), cost
 
         async def a_generate(self, prompt, schema=None, audio=None):
