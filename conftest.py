@@ -136,6 +136,17 @@ def used_tokens(project: Path, kind: str, tokens: Callable[[dict], tuple[int, in
     return sum(t[0] * n for t, n in used), sum(t[1] * n for t, n in used)
 
 
+def all_report(project: Path, models: dict) -> dict:
+    """The bundled project's `--split all` report of the run of these models (DOCS_MODEL, DOCS_EMBEDDER,
+    DOCS_JUDGE), read from the project's runs/."""
+    import json
+
+    from whichstage import run_files
+
+    name = run_files.run_name("docs-assistant", *models.values())
+    return json.loads((project / "runs" / f"{name}.all.json").read_text())
+
+
 def verdicts(report: dict) -> dict:
     """A report's judged stages, each as its score and reason, by case."""
     return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in report["rows"]}

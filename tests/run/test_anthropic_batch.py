@@ -3,13 +3,12 @@
 verdicts and tokens as an interactive run, at half the price, one batch per round, a batch that expires costing
 only its own entries, and a killed run that resumes polling its job without paying twice."""
 import asyncio
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_cases, evaluate_at, killed_once_submitted, quick_standin, verdicts
-from whichstage import batch, evaluate, run_files
+from conftest import all_report, copy_cases, evaluate_at, killed_once_submitted, quick_standin, verdicts
+from whichstage import batch, evaluate
 from whichstage.batch_anthropic import AnthropicBatches
 from whichstage.provider_settings import HOSTED
 from whichstage.standins import anthropic as anthropic_standin
@@ -39,11 +38,6 @@ def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
     return evaluate_at(project, standin, settings(standin), *args)
 
 
-def report(project: Path) -> dict:
-    name = run_files.run_name("docs-assistant", *MODELS.values())
-    return json.loads((project / "runs" / f"{name}.all.json").read_text())
-
-
 def batched_requests(requests: list[dict]) -> int:
     """How many judge requests the run's batches carried."""
     return sum(r["requests"] for r in requests if r["kind"] == "batch-create")
@@ -54,7 +48,7 @@ def interactive(tmp_path_factory, standin) -> dict:
     project = copy_cases(tmp_path_factory.mktemp("interactive"), CASES)
     code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
     assert code == 0, err
-    return report(project)
+    return all_report(project, MODELS)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +57,7 @@ def batch_run(tmp_path_factory, standin) -> tuple[dict, str, list[dict]]:
     project = copy_cases(tmp_path_factory.mktemp("batch"), CASES)
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == 0, err
-    return report(project), err, requests
+    return all_report(project, MODELS), err, requests
 
 
 def test_batch_verdicts_and_tokens_equal_the_interactive_runs_at_half_the_price(batch_run, interactive):
@@ -93,7 +87,7 @@ def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(t
     assert code == evaluate.EXIT_INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors and all(line.endswith(" expired") for line in errors)
-    assert report(project)["rows"]  # the other entries were kept
+    assert all_report(project, MODELS)["rows"]  # the other entries were kept
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == 0, err
     assert [r for r in requests if r["kind"] == "batch-create"]
@@ -111,7 +105,7 @@ def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(t
     assert [r for r in requests if r["kind"] == "batch-get" and r.get("batch") == submitted[-1]]
     fresh = batch_run[2]
     assert batched_requests(killed) + batched_requests(requests) == batched_requests(fresh)  # none sent twice
-    assert verdicts(report(project)) == verdicts(batch_run[0])
+    assert verdicts(all_report(project, MODELS)) == verdicts(batch_run[0])
 
 
 class Answering:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from conftest import copy_cases, killed_once_submitted, quick_standin, verdicts
+from conftest import all_report, copy_cases, killed_once_submitted, quick_standin, verdicts
 from whichstage import batch, live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -72,17 +72,12 @@ def outcome(function, *args):
         return e
 
 
-def report(project: Path) -> dict:
-    name = run_files.run_name("docs-assistant", *MODELS.values())
-    return json.loads((project / "runs" / f"{name}.all.json").read_text())
-
-
 @pytest.fixture(scope="module")
 def interactive(tmp_path_factory, standin) -> dict:
     project = project_with(tmp_path_factory.mktemp("interactive"))
     code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
     assert code == 0, err
-    return report(project)
+    return all_report(project, MODELS)
 
 
 def test_batch_verdicts_equal_the_interactive_runs_at_the_batch_price_one_batch_a_round(tmp_path, standin,
@@ -90,7 +85,7 @@ def test_batch_verdicts_equal_the_interactive_runs_at_the_batch_price_one_batch_
     project = project_with(tmp_path)
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == 0, err
-    found = report(project)
+    found = all_report(project, MODELS)
     assert verdicts(found) == verdicts(interactive)
     creates = [r for r in requests if r["kind"] == "batch-create"]
     rounds = [line for line in err.splitlines() if line.startswith("batch batches/")]

@@ -1,13 +1,12 @@
 """`--live --batch` with an OpenAI judge: through the Files and Batch APIs of the OpenAI stand-in
 (whichstage/standins/openai.py) with the real openai client: the same verdicts as an interactive run, at half the
 price, one batch per round, and a batch that expires costs only its own entries."""
-import json
 from pathlib import Path
 
 import pytest
 
-from conftest import copy_cases, evaluate_at, quick_standin, verdicts
-from whichstage import batch, evaluate, run_files
+from conftest import all_report, copy_cases, evaluate_at, quick_standin, verdicts
+from whichstage import batch, evaluate
 from whichstage.standins import openai as openai_standin
 from whichstage.standins.gemini_faults import Fault
 
@@ -35,17 +34,12 @@ def run(project: Path, standin, *args: str) -> tuple[int, str, list[dict]]:
                                           "DOCS_BATCH_POLL_S": "0"}, *args)
 
 
-def report(project: Path) -> dict:
-    name = run_files.run_name("docs-assistant", *MODELS.values())
-    return json.loads((project / "runs" / f"{name}.all.json").read_text())
-
-
 @pytest.fixture(scope="module")
 def interactive(tmp_path_factory, standin) -> dict:
     project = project_with(tmp_path_factory.mktemp("interactive"))
     code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
     assert code == 0, err
-    return report(project)
+    return all_report(project, MODELS)
 
 
 def test_batch_verdicts_equal_the_interactive_runs_at_half_the_price_one_batch_a_round(tmp_path, standin,
@@ -53,7 +47,7 @@ def test_batch_verdicts_equal_the_interactive_runs_at_half_the_price_one_batch_a
     project = project_with(tmp_path)
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
     assert code == 0, err
-    found = report(project)
+    found = all_report(project, MODELS)
     assert verdicts(found) == verdicts(interactive)
     creates = [r for r in requests if r["kind"] == "batch-create"]
     rounds = [line for line in err.splitlines() if line.startswith("batch batch_")]
