@@ -73,6 +73,16 @@ def is_offline(name: str) -> bool:
     return name in OFFLINE.values() or name == E5_EMBEDDER
 
 
+def no_model(name: str) -> Optional[str]:
+    """Why a name that starts with a provider but names no model (`openai:`) is none, in one line; else None."""
+    prefix, colon, model = name.partition(":")
+    if not (colon and not model.strip() and prefix in PROVIDERS):
+        return None
+    variable = next((v for v in ("DOCS_MODEL", "DOCS_EMBEDDER", JUDGE_VARIABLE) if os.environ.get(v) == name), "")
+    shown = name if name.isprintable() else repr(name)
+    return f"{variable + '=' if variable else ''}{shown} names the provider {prefix} but no model: write {prefix}:MODEL"
+
+
 def cannot_embed(name: str) -> Optional[str]:
     """Why a model cannot be the embedder, in one line; None when it may be."""
     if provider_of(name) != "anthropic":

