@@ -89,17 +89,127 @@ def evaluate_at(project: Path, standin, env: dict, *args: str) -> tuple[int, str
     return code, err.getvalue(), standin.requests[start:]
 
 
+def in_child(fn: Callable, *args):
+    """fn(*args) in a child process forked from this one, for a test that must change what a process holds
+    (sys.modules, say) without touching this one; its JSON-able result, or the test fails with its traceback."""
+    import json
+    import traceback
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            out, code = json.dumps(fn(*args)), 0
+        except BaseException:
+            out, code = traceback.format_exc(), 1
+        with open(write, "w", encoding="utf-8") as pipe:
+            pipe.write(out)
+        os._exit(code)
+    os.close(write)
+    with open(read, encoding="utf-8") as pipe:
+        out = pipe.read()
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    assert code == 0, out
+    return json.loads(out)
+
+
+class Forked:
+    """`evaluate.py ARGS` in a child process forked from this one, so it imports nothing again (a fresh
+    interpreter spends ~5 s of CPU importing DeepEval and LangChain before its first call); as subprocess.Popen
+    with stdout to /dev/null and stderr kept: poll, wait, send_signal, kill, communicate, returncode, stderr.
+    The child runs the script's own code (whichstage.cli.script) and leaves by os._exit, as a process does:
+    a call still running when its run returns is cut off, and nothing of this process's (atexit, pytest,
+    the xdist channel) runs there. It inherits what this process has patched: give it a project and env only."""
+
+    def __init__(self, project: Path, env: dict, *args: str):
+        import tempfile
+
+        self.returncode = None
+        fd, self._err = tempfile.mkstemp(prefix="forked-stderr-")
+        os.close(fd)
+        self.stderr = open(self._err, encoding="utf-8")  # read from the start whatever the child has written
+        self.pid = os.fork()
+        if self.pid == 0:
+            os._exit(self._child(project, env, os.open(self._err, os.O_WRONLY | os.O_APPEND), args))
+
+    @staticmethod
+    def _child(project: Path, env: dict, err: int, args: tuple) -> int:
+        import signal
+        import sys
+        import traceback
+
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            os.chdir(project)
+            os.environ.clear()
+            os.environ.update(env)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd, to in ((0, null), (1, null), (2, err)):
+                os.dup2(to, fd)
+            sys.stdin = open(0, closefd=False)
+            sys.stdout = open(1, "w", closefd=False)
+            sys.stderr = open(2, "w", closefd=False)
+            sys.argv = ["evaluate.py", *args]
+            from whichstage.cli import COMMANDS, script
+
+            script("evaluate.py", COMMANDS["run"])
+            return 0
+        except SystemExit as e:
+            return e.code if isinstance(e.code, int) else (e.code is not None)
+        except BaseException:
+            traceback.print_exc()
+            return 1
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+
+    def poll(self):
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                os.unlink(self._err)
+        return self.returncode
+
+    def wait(self, timeout: float = None) -> int:
+        import subprocess
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("evaluate.py (forked)", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float = None) -> tuple[None, str]:
+        self.wait(timeout)
+        self.stderr.seek(0)
+        return None, self.stderr.read()
+
+
 def killed_once_submitted(project: Path, env: dict, *args: str) -> list[str]:
     """`evaluate.py *args` run in `project` in a child process with `env` over this one's, killed (SIGKILL) as
     soon as its batch journal names a submitted job; the jobs the journal names. A child that ends first, or
     submits nothing within 300 s (a hang guard), fails the test."""
     import json
-    import subprocess
-    import sys
     import time
 
-    child = subprocess.Popen([sys.executable, "evaluate.py", *args], cwd=project, env={**os.environ, **env},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = Forked(project, {**os.environ, **env}, *args)
     journal, deadline = None, time.monotonic() + 300
     while journal is None and time.monotonic() < deadline and child.poll() is None:
         found = list((project / "recordings").glob(".*.batch.jsonl"))

@@ -14,7 +14,7 @@ import pytest
 
 from whichstage import evaluate, pipeline
 from whichstage.cassette import Cassette, Mode, write_atomic
-from conftest import OFFLINE, OFFLINE_RUN, load_project
+from conftest import OFFLINE, OFFLINE_RUN, Forked, load_project
 from whichstage import capture
 from whichstage.entries import sha
 from whichstage.json_text import loads
@@ -164,8 +164,7 @@ def test_two_live_processes_never_both_pay(live_project, fake_models, capsys):
     for far more work than it can finish meanwhile (it is stopped afterwards), so the two always overlap however
     slow the machine."""
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
-    first = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
-                             cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = Forked(live_project, env, "--live", "--rerecord", "--quiet", "--repeats", "100")
     try:
         journal, guard = journal_of(live_project), time.monotonic() + 240
         while not (journal.exists() and journal.read_text().strip()):
@@ -205,8 +204,7 @@ def test_a_recording_of_other_models_is_never_replaced(live_project, capsys):
 def test_a_signal_while_work_is_queued_stops_the_run_and_says_what_is_kept(live_project):
     # Waits on events (journal lines, the child's exit), never on the machine's speed: the bounds are hang guards.
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "20"}
-    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet", "--repeats", "100"],
-                             cwd=live_project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = Forked(live_project, env, "--live", "--rerecord", "--quiet", "--repeats", "100")
     journal, guard = journal_of(live_project), time.monotonic() + 240
     while not (journal.exists() and len(journal.read_text().splitlines()) > 3):
         assert child.poll() is None and time.monotonic() < guard, "the run ended, or wrote nothing, before the signal"

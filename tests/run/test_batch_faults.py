@@ -5,14 +5,12 @@ retry waits. None leaves a run waiting forever, a traceback, a secret in any out
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import quick_standin
+from conftest import Forked, quick_standin
 from whichstage import live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -145,8 +143,7 @@ def test_sigterm_while_a_poll_waits_to_retry_sends_nothing_more_and_the_next_run
     project = marked(tmp_path, "zq-sigterm")
     env = {**os.environ, **MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
            "DOCS_BATCH_POLL_S": "0"}
-    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--batch", "--quiet"], cwd=project, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = Forked(project, env, "--live", "--batch", "--quiet")
     deadline = time.monotonic() + 300  # a hang guard
     while not standin.count(kind="batch-get", fault="poll-429", marker="zq-sigterm") and child.poll() is None \
             and time.monotonic() < deadline:

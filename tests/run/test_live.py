@@ -8,7 +8,7 @@ import pytest
 
 from whichstage import evaluate
 from whichstage import live_calls
-from conftest import OFFLINE, OFFLINE_RUN, untimed
+from conftest import OFFLINE, OFFLINE_RUN, Forked, untimed
 from whichstage.live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parents[2]
@@ -219,14 +219,11 @@ def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_
     """The run that is killed is a child process; the rerun, which reads only what that left on disk, runs in
     this process."""
     import os
-    import subprocess
-    import sys
     import time
 
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
     journal = live_project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
-    child = subprocess.Popen([sys.executable, "evaluate.py", "--live", "--rerecord", "--quiet"], cwd=live_project,
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = Forked(live_project, env, "--live", "--rerecord", "--quiet")
     deadline = time.monotonic() + 120
     while len(journal.read_text().splitlines() if journal.exists() else []) < 6 and time.monotonic() < deadline \
             and child.poll() is None:
