@@ -6,7 +6,6 @@ import os
 import shutil
 import tempfile
 import threading
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
 
@@ -388,18 +387,13 @@ def shared_ssl_contexts():
         yield
 
 
-def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
-    """Three changes to a stand-in server (gemini_standin, ollama_standin) for tests that run the clients in this
-    process; none changes a request or an answer:
-    - TCP_NODELAY on its connections: its handler writes an answer's headers and its body apart, and on a
-      kept-alive connection Nagle's algorithm holds the body back until the client's delayed ACK, ~40 ms a request;
-    - its handler's `judge` answers one request at a time: the lexical judge parses with ast.literal_eval, and
-      CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread
-      (python/cpython#106905), so two threads parsing at once can fail with "SystemError: AST constructor
-      recursion depth mismatch";
-    - its server looks for shutdown every 50 ms rather than every 500 ms, so stopping it takes no half second."""
+def serial_judge(mp: pytest.MonkeyPatch, module) -> None:
+    """A stand-in server's (gemini_standin, ollama_standin) handler's `judge` made to answer one request at a
+    time, for tests that run the clients in this process: the lexical judge parses with ast.literal_eval, and
+    CPython 3.11 keeps the AST constructor's recursion depth per interpreter, not per thread
+    (python/cpython#106905), so two threads parsing at once can fail with "SystemError: AST constructor
+    recursion depth mismatch". It changes no request or answer."""
     handler = module.Handler
-    mp.setattr(handler, "disable_nagle_algorithm", True)
     judge, lock = handler.judge, threading.Lock()
 
     def one_at_a_time(self, *args, **kwargs):
@@ -407,14 +401,6 @@ def quick_standin(mp: pytest.MonkeyPatch, module) -> None:
             return judge(self, *args, **kwargs)
 
     mp.setattr(handler, "judge", one_at_a_time)
-
-    from whichstage.standins import ollama as ollama_standin  # its on_loopback runs both stand-ins' servers
-
-    class PromptServer(ThreadingHTTPServer):
-        def serve_forever(self, poll_interval=0.05):
-            super().serve_forever(poll_interval)
-
-    mp.setattr(ollama_standin, "ThreadingHTTPServer", PromptServer)
 
 
 def recorded_init(folder: Path, edit: Callable[[Path, dict], None]) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import comparable, copy_project, quick_standin, used_tokens
+from conftest import comparable, copy_project, serial_judge, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.provider_settings import HOSTED
 
@@ -68,7 +68,7 @@ def run(project: Path, standin, *args: str, **env) -> Run:
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, anthropic_standin)
+        serial_judge(mp, anthropic_standin)
         with serve(models=[MODEL, UNPRICED], faults=FAULTS) as server:
             yield server
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import quick_standin
+from conftest import serial_judge
 from whichstage import providers
 from whichstage.batch_anthropic import AnthropicBatches
 from whichstage.provider_settings import HOSTED
@@ -35,7 +35,7 @@ def prompts(text: str = "The backup runs nightly at 2am. It keeps seven copies."
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, anthropic_standin)
+        serial_judge(mp, anthropic_standin)
         with serve(models=[MODEL], faults=FAULTS, batch_polls=POLLS) as server:
             mp.setenv(KEY_VARIABLE, "test")
             mp.setenv(URL_VARIABLE, server.url)

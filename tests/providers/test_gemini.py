@@ -28,7 +28,7 @@ from whichstage import preflight, provider_settings, providers
 from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
-from conftest import comparable, copy_project, load_project, quick_standin, recorded_calls
+from conftest import comparable, copy_project, load_project, serial_judge, recorded_calls
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
 from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
@@ -164,7 +164,7 @@ def untimed(value):
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         with serve(models=[*DEFAULTS.values(), *STANDIN.values()], faults=FAULTS,
                    reject_keys=[REJECTED_KEY]) as server:
             yield server

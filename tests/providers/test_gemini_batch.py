@@ -18,7 +18,7 @@ import pytest
 from google import genai
 from google.genai import errors, types
 
-from conftest import quick_standin
+from conftest import serial_judge
 from whichstage import providers
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini_faults import Fault
@@ -53,7 +53,7 @@ def judge_requests(truths_text: str = "The backup runs nightly at 2am. It keeps 
 @pytest.fixture
 def start(shared_ssl_contexts, monkeypatch):
     """Start a stand-in with the given batch knobs; google-genai reaches it through GOOGLE_GEMINI_BASE_URL."""
-    quick_standin(monkeypatch, gemini_standin)
+    serial_judge(monkeypatch, gemini_standin)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     running = []

@@ -25,7 +25,7 @@ import pytest
 from whichstage import evaluate
 from whichstage import live_calls
 from whichstage.standins import ollama as ollama_standin
-from conftest import quick_standin, recorded_calls
+from conftest import serial_judge, recorded_calls
 from whichstage.standins.ollama import StandIn, serve
 
 HERE = Path(__file__).parents[2]
@@ -97,7 +97,7 @@ ANSWERING = Answering()
 @pytest.fixture(scope="module")
 def ollama(shared_ssl_contexts) -> Iterator[StandIn]:
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, ollama_standin)
+        serial_judge(mp, ollama_standin)
         for method in ("do_GET", "do_POST"):
             mp.setattr(ollama_standin.Handler, method, ANSWERING.counted(getattr(ollama_standin.Handler, method)))
         with serve() as standin:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import comparable, copy_project, quick_standin, used_tokens
+from conftest import comparable, copy_project, serial_judge, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.live_calls import CallFailed, with_retries
 from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
@@ -72,7 +72,7 @@ def run(project: Path, standin, *args: str, **env) -> Run:
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, openai_standin)
+        serial_judge(mp, openai_standin)
         with openai_standin.serve(models=[CHAT, EMBED, SILENT], faults=FAULTS, reject_keys=["rejected-key"],
                                   silent=[SILENT]) as server:
             yield server

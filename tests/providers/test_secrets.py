@@ -17,7 +17,7 @@ import pytest
 
 from whichstage import calibrate
 from whichstage import evaluate
-from conftest import quick_standin
+from conftest import serial_judge
 from whichstage import providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
@@ -93,7 +93,7 @@ def answering():
 @pytest.fixture(scope="module")
 def gemini(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         with gemini_standin.serve(models=GEMINI_MODELS, reject_keys=[KEY]) as server:
             yield server
 

@@ -8,7 +8,7 @@ import pytest
 from whichstage import evaluate
 from whichstage.cassette import Cassette, Mode, RecordingError
 from whichstage.cassette.lock import hold
-from conftest import OFFLINE_RUN, quick_standin
+from conftest import OFFLINE_RUN, serial_judge
 from whichstage import capture, judging, providers
 
 SECOND = "gemini-3.8-flash"
@@ -58,7 +58,7 @@ def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_pro
     failing_judge(monkeypatch, json.loads((live_project / "cases.json").read_text())["cases"][0]["question"])
     runs = counted_runs(monkeypatch)
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         with serve(models=[SECOND]) as standin:
             mp.setenv("GOOGLE_API_KEY", "test")
             mp.setenv(providers.GEMINI_URL_VARIABLE, standin.url)

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import copy_project, quick_standin
+from conftest import copy_project, serial_judge
 from whichstage import evaluate, live_calls, providers, run_files, stopping
 from whichstage.standins import gemini as gemini_standin
 
@@ -71,7 +71,7 @@ def logging_standin() -> Iterator:
     """The stand-in, logging the body of every POST it is sent (its `bodies`); `on_post(path, body)`, when set,
     runs before it answers."""
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         handler, bodies = gemini_standin.Handler, []
         real = handler.do_POST
 

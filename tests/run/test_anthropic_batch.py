@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import all_report, copy_cases, evaluate_at, killed_once_submitted, quick_standin, verdicts
+from conftest import all_report, copy_cases, evaluate_at, killed_once_submitted, serial_judge, verdicts
 from whichstage import batch, evaluate
 from whichstage.batch_anthropic import AnthropicBatches
 from whichstage.provider_settings import HOSTED
@@ -23,7 +23,7 @@ KEY_VARIABLE, URL_VARIABLE = HOSTED["anthropic"][:2]
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, anthropic_standin)
+        serial_judge(mp, anthropic_standin)
         faults = {JUDGE: {"job-expires": Fault("batch-expired", times=1)}}
         with anthropic_standin.serve(models=[JUDGE], faults=faults, batch_polls=1) as server:
             yield server

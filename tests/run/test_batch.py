@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from conftest import all_report, copy_cases, killed_once_submitted, quick_standin, verdicts
+from conftest import all_report, copy_cases, killed_once_submitted, serial_judge, verdicts
 from whichstage import batch, live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -24,7 +24,7 @@ CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, 
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         faults = {"gemini-3.8-flash": {"job-expires": Fault("batch-expired", times=1),
                                        "request-fails": Fault("500", times=99)}}
         with serve(models=list(dict.fromkeys(MODELS.values())), faults=faults, batch_polls=1) as server:

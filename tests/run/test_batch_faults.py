@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Forked, quick_standin
+from conftest import Forked, serial_judge
 from whichstage import live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -29,7 +29,7 @@ FAULTS = {JUDGE: {"zq-create": Fault("create-429", times=1, retry_after=0),
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         with serve(models=list(dict.fromkeys(MODELS.values())), faults=FAULTS) as server:
             yield server
 

@@ -7,7 +7,7 @@ from contextlib import redirect_stderr, redirect_stdout
 import pytest
 
 from whichstage import evaluate
-from conftest import OFFLINE, copy_project, quick_standin
+from conftest import OFFLINE, copy_project, serial_judge
 from whichstage import judges, live_calls, providers
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -40,7 +40,7 @@ def test_a_second_judge_pays_for_its_verdicts_alone(tmp_path, shared_ssl_context
     data["cases"] = [c for c in data["cases"] if c["id"] in ("backup", "issue-212", "thanks")]
     (project / "cases.json").write_text(json.dumps(data))
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
+        serial_judge(mp, gemini_standin)
         with serve(models=[SECOND]) as standin:
             monkeypatch.setattr(live_calls, "sleep", lambda s: None)
             monkeypatch.chdir(project)

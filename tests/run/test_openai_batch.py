@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import all_report, copy_cases, evaluate_at, quick_standin, verdicts
+from conftest import all_report, copy_cases, evaluate_at, serial_judge, verdicts
 from whichstage import batch, evaluate
 from whichstage.standins import openai as openai_standin
 from whichstage.standins.gemini_faults import Fault
@@ -18,7 +18,7 @@ CASES = ("backup", "restore", "issue-212", "thanks", "max-tasks")  # an answer, 
 @pytest.fixture(scope="module")
 def standin(shared_ssl_contexts):
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, openai_standin)
+        serial_judge(mp, openai_standin)
         faults = {JUDGE: {"job-expires": Fault("batch-expired", times=1)}}
         with openai_standin.serve(models=[JUDGE], faults=faults, batch_polls=1) as server:
             yield server

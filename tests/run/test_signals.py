@@ -24,7 +24,7 @@ from whichstage.pool import Pool
 from whichstage.stopping import SILENT_LIMIT, Stopped
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
-from conftest import quick_standin
+from conftest import serial_judge
 
 MODELS = {"gemini": {"chat": "gemini-standin-chat", "embed": "gemini-standin-embed", "judge": "gemini-standin-judge"},
           "ollama": {"chat": "standin-chat", "embed": "standin-embed", "judge": "standin-judge"}}
@@ -133,10 +133,10 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(in_this_p
 @pytest.fixture
 def in_this_process(live_project, shared_ssl_contexts, monkeypatch):
     """evaluate.py in this process, in a copy of the project, its retries costing no time, and the stand-ins
-    quick (conftest.quick_standin); `use(env)` gives it a provider()'s environment."""
+    judging one request at a time (conftest.serial_judge); `use(env)` gives it a provider()'s environment."""
     with pytest.MonkeyPatch.context() as mp:
-        quick_standin(mp, gemini_standin)
-        quick_standin(mp, ollama_standin)
+        serial_judge(mp, gemini_standin)
+        serial_judge(mp, ollama_standin)
 
         def use(env: dict) -> None:
             for variable in list(os.environ):

@@ -86,6 +86,9 @@ class QuietHandler(BaseHTTPRequestHandler):
     """A stand-in's handler: HTTP/1.1 (kept-alive connections, as the SDKs use them) and no log line on
     stderr: tests read the stand-in's request log instead. Shared by the stand-in servers."""
     protocol_version = "HTTP/1.1"
+    # An answer's headers and body are written apart: on a kept-alive connection Nagle's algorithm would hold
+    # the body back until the client's delayed ACK, ~40 ms a request.
+    disable_nagle_algorithm = True
     server: Any
     read: Optional[bytes] = None
 
@@ -216,7 +219,8 @@ def on_loopback(handler: type, standin: Any) -> Iterator[Any]:
     server.daemon_threads = True
     server.standin = standin  # type: ignore[attr-defined]
     standin.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # it looks for the end of the block every 50 ms, not socketserver's 500: stopping it takes no half second
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield standin
