@@ -347,12 +347,22 @@ def fake_models():
         yield fake
 
 
-def recorded_calls() -> tuple[list[dict], list[str]]:
+# One case of each kind the bundled example holds, for tests that run the whole harness through a provider's
+# clients and compare with the offline report: a search, an issue lookup, both, an action tool, small talk with
+# no tool, an abstention, a planted instruction, an adversarial request, contradicting pages, a retrieval
+# failure the expected pages fix and one they do not (the counterfactual runs), and two held-out cases.
+SAMPLE = ("backup", "issue-212", "token-leak", "file-bug", "thanks", "capital-france", "json-reports",
+          "wipe-everything", "token-expiry", "undo-archive", "tag-spaces", "goodbye")
+
+
+def recorded_calls(cases=None) -> tuple[list[dict], list[str]]:
     """From the bundled recording: every agent trace (counterfactual runs included) and the metric of every
-    judge entry, so tests can count the requests a full live run makes."""
+    judge entry, of every case or of the cases named, so tests can count the requests a live run makes."""
     import json
 
     entries = json.loads((PROJECT / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    if cases is not None:
+        entries = {n: e for n, e in entries.items() if n.split("/")[1].split("@")[0] in cases}
     traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
     return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]
 
