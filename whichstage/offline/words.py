@@ -4,7 +4,6 @@ an instruction planted in a page for the reader or an AI assistant.
 
 Every rule here is about language in general: none is shaped around a page, an issue or a case.
 """
-import functools
 import re
 
 STOPWORDS = frozenset("""
@@ -31,7 +30,6 @@ def words(text: str) -> list[str]:
     return _WORD.findall((text or "").lower())
 
 
-@functools.lru_cache(maxsize=4096)
 def stem(word: str) -> str:
     """A crude suffix stripper: enough to match 'backs'/'back', 'edited'/'edit', 'locks'/'locked'."""
     if not word.isalpha() or len(word) <= 3:
