@@ -328,6 +328,18 @@ def here(project: Path, monkeypatch) -> Path:
 def live_project(project: Path, monkeypatch) -> Path:
     """evaluate.py, in this process, pointed at a copy of the project, with the offline backends selected
     and retries that cost no time."""
+    return offline_here(project, monkeypatch)
+
+
+@pytest.fixture
+def sample_project(tmp_path: Path, monkeypatch) -> Path:
+    """live_project, its cases only the SAMPLE (one of each kind): for a live run's mechanics, which need cases
+    of every kind rather than every case (a third of the calls)."""
+    return offline_here(copy_cases(tmp_path, SAMPLE), monkeypatch)
+
+
+def offline_here(project: Path, monkeypatch) -> Path:
+    """evaluate.py, in this process, pointed at `project`, the offline backends selected, retries costing no time."""
     from whichstage import live_calls
 
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)

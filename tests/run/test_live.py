@@ -8,12 +8,13 @@ import pytest
 
 from whichstage import evaluate
 from whichstage import live_calls
-from conftest import OFFLINE, OFFLINE_RUN, Forked, untimed
+from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, Forked, untimed
 from whichstage.live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parents[2]
 # The bundled report of the default (dev) split, which a live run without --split rewrites.
 BUNDLED = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.json").read_text())
+SAMPLED = [r for r in BUNDLED["rows"] if r["id"] in SAMPLE]  # its rows of the cases of conftest.sample_project
 BACKUP = "Where does tracker keep its data, and what should I back up?"  # the question of the case `backup`
 
 
@@ -38,8 +39,8 @@ def journal_entries(journal: Path) -> list[dict]:
     return [json.loads(line) for line in journal.read_text().splitlines()[1:]] if journal.exists() else []
 
 
-def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_project, fake_models, capsys):
-    project = live_project
+def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(sample_project, fake_models, capsys):
+    project = sample_project
     journal = project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     expected, full = recording(project), paid(fake_models.reset())
@@ -58,15 +59,15 @@ def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(live_projec
     assert not journal.exists()
 
 
-def test_rerecord_starts_over(live_project, fake_models):
+def test_rerecord_starts_over(sample_project, fake_models):
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert paid(fake_models.calls) == []  # the bundled recording is complete under this key
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 0
     assert len(paid(fake_models.calls)) > 10
 
 
-def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, fake_models, capsys):
-    project = live_project
+def test_a_call_that_keeps_failing_is_an_error_not_a_score(sample_project, fake_models, capsys):
+    project = sample_project
     answer = recorded_answer("backup")
     fake_models.fail(lambda call: call.label == "faithfulness/Claims" and answer in call.text,
                      ConnectionResetError("connection reset by peer"))
@@ -77,7 +78,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, fake_mo
     assert row["error"] == ("judge/backup/faithfulness: ConnectionResetError: connection reset by peer "
                             "(gave up after 5 attempts)")
     assert "faithfulness" not in row["judged"]  # nothing was made up for the failed call
-    assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == len(BUNDLED["rows"]) - 1
+    assert report["summary"]["errors"] == 1 and report["summary"]["pass_rate"]["total"] == len(SAMPLED) - 1
     err = capsys.readouterr().err
     retries = [line for line in err.splitlines() if line.startswith("retry ")]
     assert len(retries) == live_calls.MAX_ATTEMPTS - 1 and "incomplete: 1 case errored (" in err
@@ -89,8 +90,8 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(live_project, fake_mo
     assert [answer in c.text for c in retried if c.label == "faithfulness/Claims"] == [True]
 
 
-def test_an_outage_is_counted_apart_from_failures(live_project, fake_models):
-    project = live_project
+def test_an_outage_is_counted_apart_from_failures(sample_project, fake_models):
+    project = sample_project
     fake_models.fail(lambda call: call.kind == "chat" and "issue 212" in call.label,
                      ConnectionResetError("connection reset by peer"))
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
@@ -98,7 +99,7 @@ def test_an_outage_is_counted_apart_from_failures(live_project, fake_models):
     assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
     summary = report["summary"]
     assert summary["errors"] == 1 and "error" not in summary["first_failures"]
-    others = [r for r in BUNDLED["rows"] if r["id"] != "issue-212"]  # the dev split, less the errored case
+    others = [r for r in SAMPLED if r["id"] != "issue-212"]  # the dev split, less the errored case
     assert (summary["pass_rate"]["passed"], summary["pass_rate"]["total"]) == \
         (sum(r["first_failure"] is None for r in others), len(others))
     assert "| issue-212 | none | - |" in (project / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
@@ -256,47 +257,47 @@ def test_live_options_that_make_no_sense_are_refused(capsys, script, args, messa
     assert exited.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(live_project, fake_models, capsys):
-    cases = json.loads((HERE / "cases.json").read_text())["cases"]
+def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(sample_project, fake_models, capsys):
+    cases = json.loads((sample_project / "cases.json").read_text())["cases"]
     held_out = next(c for c in cases if c["split"] == "holdout")
     fake_models.fail(lambda call: call.kind == "chat" and call.label == held_out["question"],
                      ConnectionResetError("connection reset by peer"))
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
-    report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    report = json.loads((sample_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
     assert report["summary"]["errors"] == 0  # the dev report itself is whole
     assert "incomplete: 1 case errored" in capsys.readouterr().err
     # the recording on disk is still the bundled one: an incomplete recording is never written
-    assert (live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text() == \
+    assert (sample_project / "recordings" / f"{OFFLINE_RUN}.json").read_text() == \
         (HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text()
 
 
 # ---- repeats: pass^k and flaky cases --------------------------------------------------------------------------
 
-def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(live_project, fake_models, capsys):
+def test_repeats_report_passes_out_of_n_pass_all_and_the_flaky_cases(sample_project, fake_models, capsys):
     """A model whose answers vary between runs: every second run of one question answers with a guess."""
     answers = []
 
-    def restore_answer(call):  # the run's last call: after the tools' outputs
-        if call.kind == "chat" and call.label.startswith("How do I bring back a task") and call.text != call.label:
+    def backup_answer(call):  # the run's last call: after the tools' outputs
+        if call.kind == "chat" and call.label == BACKUP and call.text != call.label:
             answers.append(call)
             return len(answers) % 2 == 0
         return False
-    fake_models.reply(restore_answer, "Probably with tracker undo.")
+    fake_models.reply(backup_answer, "Probably in your home folder.")
     assert evaluate.main(["--live", "--quiet", "--repeats", "3", "--concurrency", "1"]) == 0
-    report = json.loads((live_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
-    restore = next(r for r in report["rows"] if r["id"] == "restore")
-    assert restore["repeats"]["passes"] == 2 and restore["repeats"]["runs"] == 3
-    assert "faithfulness" in restore["repeats"]["flipped"]
+    report = json.loads((sample_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
+    backup = next(r for r in report["rows"] if r["id"] == "backup")
+    assert backup["repeats"]["passes"] == 2 and backup["repeats"]["runs"] == 3
+    assert "faithfulness" in backup["repeats"]["flipped"]
     rep = report["summary"]["repeats"]
-    assert rep["n"] == 3 and list(rep["flaky"]) == ["restore"]
+    assert rep["n"] == 3 and list(rep["flaky"]) == ["backup"]
     scored = [r for r in report["rows"] if r["first_failure"] != "error"]
     always = sum(r["repeats"]["passes"] == 3 for r in scored)
     assert (rep["pass_all"]["passed"], rep["pass_all"]["total"]) == (always, len(scored))
     out = capsys.readouterr().out
-    assert "Repeats: 3 runs per case" in out and "- flaky `restore`: passed 2/3; flipped:" in out
+    assert "Repeats: 3 runs per case" in out and "- flaky `backup`: passed 2/3; flipped:" in out
     capsys.readouterr()
     assert evaluate.main([]) == 0  # a replay reports the repeats the recording holds, offline
-    assert "- flaky `restore`: passed 2/3" in capsys.readouterr().out
+    assert "- flaky `backup`: passed 2/3" in capsys.readouterr().out
 
 
 def test_one_run_per_case_keeps_todays_report(live_project):
