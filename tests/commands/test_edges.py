@@ -200,7 +200,7 @@ def test_a_read_only_recordings_folder_exits_2_naming_the_first_file_it_cannot_w
     assert out == "" and outputs(live_project) == before
 
 
-def test_a_recording_that_cannot_replace_the_old_one_exits_2_naming_it(live_project, monkeypatch, capsys):
+def test_a_recording_that_cannot_replace_the_old_one_exits_2_naming_it(sample_project, monkeypatch, capsys):
     real_replace = os.replace
 
     def replace(src, dst):
@@ -212,8 +212,8 @@ def test_a_recording_that_cannot_replace_the_old_one_exits_2_naming_it(live_proj
     out, err = capsys.readouterr()
     assert one_line(err.splitlines()[-1]) == \
         f"evaluate.py: recordings/{OFFLINE_RUN}.json: cannot write: Permission denied"
-    assert out == "" and [p.name for p in (live_project / "recordings").glob(".*.tmp")] == []
-    assert (live_project / JOURNAL).is_file()  # what was paid for is kept for the next run
+    assert out == "" and [p.name for p in (sample_project / "recordings").glob(".*.tmp")] == []
+    assert (sample_project / JOURNAL).is_file()  # what was paid for is kept for the next run
 
 
 class FullDisk:
@@ -363,8 +363,8 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
     assert not (live_project / JOURNAL).exists()
 
 
-def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(live_project, monkeypatch,
-                                                                                       capsys):
+def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(sample_project,
+                                                                                       monkeypatch, capsys):
     from whichstage import capture
 
     real_run, runs = capture.run, []
@@ -376,13 +376,13 @@ def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_n
         return real_run(agent, question, *history)
     monkeypatch.setattr(capture, "run", lambda agent, question, *history: run(agent, question, *history, stop_at=3))
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
-    assert (live_project / JOURNAL).is_file()
+    assert (sample_project / JOURNAL).is_file()
     capsys.readouterr()
     runs.clear()
     monkeypatch.setattr(capture, "run", run)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     err = capsys.readouterr().err
-    traces = [n for n in json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    traces = [n for n in json.loads((sample_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
               if n.startswith("agent/")]
     assert len(runs) == len(traces) and "resuming" not in err  # every case of every split, and counterfactuals
     assert err.splitlines()[0].startswith("--rerecord: calling the models for every entry again; the ")

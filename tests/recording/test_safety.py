@@ -65,8 +65,8 @@ def one_line(err: str) -> str:
 
 # ---- 1, 2: the journal --------------------------------------------------------------------------------------
 
-def test_a_torn_journal_line_costs_that_line_only(live_project, monkeypatch, capsys):
-    journal = journal_of(live_project)
+def test_a_torn_journal_line_costs_that_line_only(sample_project, monkeypatch, capsys):
+    journal = journal_of(sample_project)
     Agent(monkeypatch, stop_after=4)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     journal.write_bytes(journal.read_bytes()[:-40])  # a kill -9 or a full disk in the middle of the last line
@@ -82,7 +82,7 @@ def test_a_torn_journal_line_costs_that_line_only(live_project, monkeypatch, cap
     third = Agent(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert f"resuming: {len(kept)} entries from an interrupted run are kept" in capsys.readouterr().err
-    paid_again = {f"agent/{c['id']}" for c in json.loads((live_project / "cases.json").read_text())["cases"]
+    paid_again = {f"agent/{c['id']}" for c in json.loads((sample_project / "cases.json").read_text())["cases"]
                   if c["question"] in third.done}
     assert not paid_again & kept  # nothing the journal kept is paid for twice
 
@@ -108,8 +108,8 @@ def test_a_damaged_or_empty_journal_is_never_deleted_for_other_models(live_proje
 
 # ---- 3, 4, 5: the recording ---------------------------------------------------------------------------------
 
-def test_a_corrupt_recording_is_refused_not_paid_for_again(live_project, monkeypatch, capsys):
-    path = recording_of(live_project)
+def test_a_corrupt_recording_is_refused_not_paid_for_again(sample_project, monkeypatch, capsys):
+    path = recording_of(sample_project)
     path.write_bytes(path.read_bytes()[:1000])
     damaged = path.read_bytes()
     paid = Agent(monkeypatch)

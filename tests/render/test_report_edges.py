@@ -42,13 +42,13 @@ def rows_of(report: dict) -> dict:
 
 # ---- 10: control characters in names and page ids are shown escaped -----------------------------------
 
-def test_a_case_set_name_with_control_characters_reaches_no_terminal_or_report_raw(live_project, capsys):
+def test_a_case_set_name_with_control_characters_reaches_no_terminal_or_report_raw(sample_project, capsys):
     from whichstage import evaluate
 
-    edit(live_project / "cases.json", lambda cases: cases.update(name=f"docs-{HOSTILE}"))
+    edit(sample_project / "cases.json", lambda cases: cases.update(name=f"docs-{HOSTILE}"))
     assert evaluate.main(["--live", "--quiet"]) == 0
     out, err = capsys.readouterr()
-    written = [p for p in (live_project / "runs").iterdir() if p.name.startswith("docs-x-2J")]
+    written = [p for p in (sample_project / "runs").iterdir() if p.name.startswith("docs-x-2J")]
     assert {p.suffix for p in written} == {".md", ".html", ".json"}
     for text in (out, err, *(p.read_text(encoding="utf-8") for p in written if p.suffix != ".json")):
         assert not RAW.search(text)
