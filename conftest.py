@@ -367,6 +367,12 @@ SAMPLE = ("backup", "issue-212", "token-leak", "file-bug", "thanks", "capital-fr
           "wipe-everything", "token-expiry", "undo-archive", "tag-spaces", "goodbye")
 
 
+def of_cases(entries: dict, cases) -> dict:
+    """A recording's entries of the cases named (counterfactual runs included), and those of no case (the
+    pages' index)."""
+    return {n: e for n, e in entries.items() if n.startswith("index/") or n.split("/")[1].split("@")[0] in cases}
+
+
 def recorded_calls(cases=None) -> tuple[list[dict], list[str]]:
     """From the bundled recording: every agent trace (counterfactual runs included) and the metric of every
     judge entry, of every case or of the cases named, so tests can count the requests a live run makes."""
@@ -374,7 +380,7 @@ def recorded_calls(cases=None) -> tuple[list[dict], list[str]]:
 
     entries = json.loads((PROJECT / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
     if cases is not None:
-        entries = {n: e for n, e in entries.items() if n.split("/")[1].split("@")[0] in cases}
+        entries = of_cases(entries, cases)
     traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
     return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]
 

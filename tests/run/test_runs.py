@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from conftest import OFFLINE, OFFLINE_RUN, untimed
+from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, of_cases, untimed
 from whichstage import capture, judging, ladder, selection
 
 HERE = Path(__file__).parents[2]
@@ -166,8 +166,8 @@ def test_a_shard_that_cannot_be_is_refused(live_project, capsys, bad):
     assert capsys.readouterr().err.startswith(f"evaluate.py: --shard {bad!r}: expected I/N")
 
 
-def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(live_project, monkeypatch, capsys):
-    (live_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()
+def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(sample_project, monkeypatch, capsys):
+    (sample_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()
     stop = {"after": 3, "runs": 0}
     real = capture.run
 
@@ -184,10 +184,11 @@ def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(live_proje
         assert evaluate.main(["--live", "--quiet", "--shard", shard]) == 0
         if shard == "2/3":
             assert "resuming: " in capsys.readouterr().err  # the killed shard resumes on its own
-    shards = sorted(str(p) for p in (live_project / "recordings").glob("*.shard-*-of-3.json"))
+    shards = sorted(str(p) for p in (sample_project / "recordings").glob("*.shard-*-of-3.json"))
     assert evaluate.main(["merge", *shards]) == 0
-    merged = json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())
-    assert untimed(merged) == untimed(json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text()))
+    merged = json.loads((sample_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())
+    bundled = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    assert untimed(merged["entries"]) == untimed(of_cases(bundled, SAMPLE))
     for name in OFFLINE:
         monkeypatch.delenv(name)
     assert evaluate.main(["--split", "all"]) == 0  # the merged recording replays
