@@ -83,12 +83,12 @@ def non_utf8_env(kind: str, folder: Path) -> tuple[dict, str]:
 
 
 @pytest.mark.parametrize("kind", ["C", "ISO-8859-1"])
-def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(live_project, tmp_path_factory, kind):
-    project = live_project
+def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(sample_project, tmp_path_factory, kind):
+    project = sample_project
     edit(project / "docs.json", lambda docs: docs[0].update(text=docs[0]["text"] + " Café — naïve."))
     edit(project / "cases.json", lambda cases: cases.update(name="docs-assistant — café"))  # printed last
-    edit(project / "cases.json", lambda cases: next(c for c in cases["cases"] if c["id"] == "issue-231").update(
-        reference="Issue 231 — import drops café rows — is still open."))
+    edit(project / "cases.json", lambda cases: next(c for c in cases["cases"] if c["id"] == "issue-212").update(
+        reference="Issue 212 — import drops café rows — is fixed in 2.4.1."))
     assert evaluate.main(["--live", "--quiet"]) == 0  # records what the edits made stale
     for report in (project / "runs").glob("*.*"):
         report.unlink()  # so the replay writes every latest report under the locale (runs/history keeps its own)
