@@ -266,7 +266,7 @@ def run_calibration(project, live: bool = False, rerecord: bool = False, concurr
             tape.incomplete(f"{cases_text(result['errors'])} errored")
         write_if_changed(folder / "runs" / f"{tape.path.stem}.json", json.dumps(result, indent=2) + "\n")
     except KeyboardInterrupt:
-        raise Interrupted(f"{tape.computed} new scores are kept in {shown(tape.journal)}") from None
+        raise Interrupted(f"{tape.end()} new scores are kept in {shown(tape.journal)}") from None
     finally:
         tape.close()
     return result

@@ -200,7 +200,8 @@ def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: 
             cassette.incomplete("stopped by bad input")
             raise
         except KeyboardInterrupt:
-            raise Interrupted(f"{entry_count(cassette.computed, 'new')} {'is' if cassette.computed == 1 else 'are'} "
+            kept = cassette.end()
+            raise Interrupted(f"{entry_count(kept, 'new')} {'is' if kept == 1 else 'are'} "
                               f"kept in {shown(cassette.journal)}") from None
         finally:
             progress.close()

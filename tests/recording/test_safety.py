@@ -254,6 +254,28 @@ def test_the_pool_draws_work_lazily_and_starts_nothing_after_an_interruption():
     assert "late" not in started and len(started) <= len(drawn)
 
 
+def test_a_call_that_lands_after_its_run_ended_journals_nothing(tmp_path):
+    """A run stopped in the calling process (the Python API) returns while a call may still be running: what it
+    said it kept is what the journal holds, as when a process exits."""
+    header = {"cases": "c", "model": "m", "embedder": "e", "judge": "j"}
+    tape, running, land = Cassette(tmp_path / "r.json", header, Mode.LIVE), threading.Event(), threading.Event()
+    tape.get("first", lambda value: {}, lambda: 1)
+
+    def slow():
+        running.set()
+        land.wait(60)
+        return 2
+    straggler = threading.Thread(target=tape.get, args=("second", lambda value: {}, slow))
+    straggler.start()
+    running.wait(60)
+    said = tape.end()  # the run returns, saying what it kept
+    land.set()
+    straggler.join(60)
+    tape.close()
+    assert said == 1 and [json.loads(line).get("entry") for line in tape.journal.read_text().splitlines()[1:]] == \
+        ["first"]
+
+
 def test_a_signal_just_after_the_rename_leaves_the_file_written(tmp_path, monkeypatch):
     from whichstage.cassette import files
 

@@ -94,6 +94,7 @@ class Cassette:
         self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
         self.lock = threading.Lock()
         self.held = None  # the open lock file of a live run
+        self.ended = False  # the run has returned: a call still running journals nothing (end())
         self.requests: Optional["Requests"] = None  # a live run's requests (cassette/requests.py); a plan sends none
         if mode is Mode.REPLAY:
             self._open_replay()
@@ -147,8 +148,16 @@ class Cassette:
         for name, item in found.items():
             self.recorded.setdefault(name, item)
 
+    def end(self) -> int:
+        """The run is over: a call still running journals nothing after this, as a process that exits cuts it
+        off, so what the run says it kept is what the journal holds; the entries this run journaled."""
+        with self.lock:
+            self.ended = True
+            return self.computed
+
     def close(self) -> None:
-        """Release the live run's lock (also on save); safe to call twice."""
+        """End the run (end) and release the live run's lock (also on save); safe to call twice."""
+        self.end()
         if self.held is not None:
             self.held.close()
             self.held = None
@@ -308,6 +317,8 @@ class Cassette:
                 value = dump_entry(compute())
         item = {"deps": dump_entry(deps_of(value)), "value": value}
         with self.lock:
+            if self.ended:
+                return value
             journal.append(self.journal, self._header(), entry, item)
             self.used[entry] = self.recorded[entry] = item
             self.computed += 1
@@ -319,7 +330,8 @@ class Cassette:
     def _journal_line(self, line: dict) -> None:
         """A request answered, or forgotten, journaled as soon as it is (cassette/requests.py)."""
         with self.lock:
-            journal.append_line(self.journal, self._header(), line)
+            if not self.ended:
+                journal.append_line(self.journal, self._header(), line)
 
     def dumps(self) -> str:
         """Entries sorted by name, so the file does not depend on the order calls completed in; then the
