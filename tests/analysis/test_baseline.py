@@ -95,9 +95,9 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(liv
     assert "split (all -> dev)" in capsys.readouterr().err
 
 
-def test_no_baseline_is_written_from_an_incomplete_run(live_project, fake_models):
+def test_no_baseline_is_written_from_an_incomplete_run(sample_project, fake_models):
     from whichstage import evaluate
-    tmp_path = live_project
+    tmp_path = sample_project
 
     fake_models.fail(lambda call: call.label.startswith("facts/"), ValueError("not the JSON asked for"))  # a metric fails
     code = evaluate.main(["--live", "--rerecord", "--quiet", "--save-baseline", str(tmp_path / "new.json")])
