@@ -4,8 +4,10 @@ GeminiModel clients (through providers.py) run `evaluate.py --live` against a st
 No network beyond 127.0.0.1.
 
 One stand-in serves the module; `evaluate.main` runs in this process, its retries recording their waits instead
-of sleeping. The full run uses the project's default model names, so it is the default `--live` path.
+of sleeping. The full run uses the project's default model names, so it is the default `--live` path; it records
+one case of each kind of the bundled example (conftest.SAMPLE), not every case.
 """
+import functools
 import io
 import json
 import re
@@ -28,7 +30,7 @@ from whichstage import preflight, provider_settings, providers
 from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
-from conftest import comparable, copy_project, load_project, serial_judge, recorded_calls
+from conftest import SAMPLE, comparable, copy_cases, load_project, serial_judge, recorded_calls
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
 from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
@@ -121,7 +123,7 @@ def keyed(pattern: Path, model: str, key=lambda data: data.get("key", {}), embed
 
 
 def report_of(project: Path, model: str, split: str = "all", embedder: Optional[str] = None) -> dict:
-    """The report of every case (the runs here record and report --split all)."""
+    """The report of every case of `project` (the runs here record and report --split all)."""
     found = [r for r in keyed(project / "runs" / "*.json", model, embedder=embedder) if r.get("split") == split]
     assert len(found) == 1, f"{len(found)} reports for {model}"
     return found[0]
@@ -172,26 +174,33 @@ def standin(shared_ssl_contexts):
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory, standin) -> tuple[Path, dict]:
-    """A copy of the project, and the offline report replayed there from the bundled recording."""
-    project = copy_project(tmp_path_factory.mktemp("gemini"))
+    """A copy of the project holding one case of each kind (conftest.SAMPLE), and the offline report of those
+    cases replayed there from the bundled recording."""
+    project = copy_cases(tmp_path_factory.mktemp("gemini"), SAMPLE)
     replayed = run(project, standin, "--split", "all")
     assert replayed.code == 0, replayed.stderr
     assert replayed.requests == []
-    return project, report_of(project, "rules", embedder="hash")
+    report = report_of(project, "rules", embedder="hash")
+    assert sorted(r["id"] for r in report["rows"]) == sorted(SAMPLE)
+    return project, report
+
+
+@functools.cache
+def bundled_row(cid: str) -> dict:
+    """The row of case `cid` in the bundled offline report of every case (runs/, hash embedder)."""
+    return next(r for r in report_of(HERE, "rules", embedder="hash")["rows"] if r["id"] == cid)
 
 
 @pytest.fixture(scope="module")
 def full_run(offline, standin) -> Run:
-    """`evaluate.py --live --quiet` with the default Gemini names, in the offline report's project."""
+    """`evaluate.py --live --quiet` with the default Gemini names, in the offline report's project (one case of
+    each kind)."""
     return run(offline[0], standin, "--live", "--quiet", "--split", "all")
 
 
 @pytest.fixture(scope="module")
 def fault_run(tmp_path_factory, standin) -> Run:
-    project = copy_project(tmp_path_factory.mktemp("faults"))
-    cases = json.loads((project / "cases.json").read_text())
-    cases["cases"] = [c for c in cases["cases"] if c["id"] in FAULT_CASES]
-    (project / "cases.json").write_text(json.dumps(cases))
+    project = copy_cases(tmp_path_factory.mktemp("faults"), FAULT_CASES)
     return run(project, standin, "--live", "--quiet", "--split", "all", **STANDIN)
 
 
@@ -232,7 +241,7 @@ def test_each_client_reached_the_server_as_expected(full_run, offline):
     # and embeds the question of each case with expected pages. Counterfactual runs (search returns the
     # expected pages) are agent runs too, and embed nothing. A request the run already sent is served, not sent
     # again (the run's last line counts them by kind).
-    traces, metrics = recorded_calls()
+    traces, metrics = recorded_calls(SAMPLE)
     served = Counter({kind: int(n) for kind, n in re.findall(r"(chat|embedding|judge) (\d+)", full_run.stderr.split(
         " paid, ")[1])})
     assert full_run.count(kind="chat", model=DEFAULTS["model"]) + served["chat"] == \
@@ -286,7 +295,7 @@ def test_the_fault_run_exits_3_with_one_error_per_failed_entry_and_no_traceback(
     assert keyed(fault_run.project / "recordings" / "*.json", CHAT) == []  # no recording from an incomplete run
 
 
-def test_a_429_waits_its_retry_after_then_succeeds(fault_run, offline):
+def test_a_429_waits_its_retry_after_then_succeeds(fault_run):
     marker = QUESTION["backup"]
     assert fault_run.count(model=CHAT, marker=marker, status=429) == 1
     assert fault_run.retries("agent/backup") == [
@@ -295,7 +304,7 @@ def test_a_429_waits_its_retry_after_then_succeeds(fault_run, offline):
     assert fault_run.sleeps.count(7.0) == 1
     assert fault_run.count(model=CHAT, marker=marker, status=200) == 2  # both turns of the retried run
     row = next(r for r in fault_run.report(CHAT)["rows"] if r["id"] == "backup")
-    assert comparable(row) == comparable(next(r for r in offline[1]["rows"] if r["id"] == "backup"))
+    assert comparable(row) == comparable(bundled_row("backup"))
 
 
 def test_a_retry_after_beyond_the_budget_gives_up_at_once(fault_run):
@@ -306,7 +315,7 @@ def test_a_retry_after_beyond_the_budget_gives_up_at_once(fault_run):
     assert fault_run.retries("agent/dry-run-import") == [] and 120 not in fault_run.sleeps
 
 
-def test_500_and_503_are_retried_counted_and_recover(fault_run, offline):
+def test_500_and_503_are_retried_counted_and_recover(fault_run):
     assert fault_run.count(model=CHAT, marker=QUESTION["two-laptops"], status=500) == 2
     assert len(fault_run.retries("agent/two-laptops")) == 2
     assert fault_run.count(model=CHAT, marker=QUESTION["restore"], status=503) == 1
@@ -316,9 +325,8 @@ def test_500_and_503_are_retried_counted_and_recover(fault_run, offline):
     assert len(fault_run.retries("judge/restore/")) == 1 and "ServerError: 503 UNAVAILABLE" in \
         fault_run.retries("judge/restore/")[0]
     rows = {r["id"]: r for r in fault_run.report(CHAT)["rows"]}
-    expected = {r["id"]: r for r in offline[1]["rows"]}
     for cid in RECOVERED:
-        assert comparable(rows[cid]) == comparable(expected[cid])
+        assert comparable(rows[cid]) == comparable(bundled_row(cid))
 
 
 def test_a_call_that_always_fails_reaches_the_server_exactly_max_attempts_times(fault_run):

@@ -3,7 +3,7 @@ providers.py, `openai:` names) run `evaluate.py --live` against a stand-in OpenA
 (whichstage/standins/openai.py, reached through OPENAI_BASE_URL), answering through the offline backends.
 
 One stand-in serves the module; `evaluate.main` runs in this process, its retries recording their waits instead of
-sleeping.
+sleeping. The full run records one case of each kind of the bundled example (conftest.SAMPLE), not every case.
 """
 import io
 import json
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import comparable, copy_project, serial_judge, used_tokens
+from conftest import SAMPLE, comparable, copy_cases, copy_project, serial_judge, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.live_calls import CallFailed, with_retries
 from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
@@ -81,12 +81,14 @@ def standin(shared_ssl_contexts):
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory, standin) -> tuple[Run, dict]:
     """`evaluate.py --live --quiet --split all` with `openai:` agent, embedder and judge in a copy of the
-    project, and the offline report replayed there from the bundled recording before it."""
-    project = copy_project(tmp_path_factory.mktemp("openai"))
+    project holding one case of each kind (conftest.SAMPLE), and the offline report of those cases replayed
+    there from the bundled recording before it."""
+    project = copy_cases(tmp_path_factory.mktemp("openai"), SAMPLE)
     replayed = run(project, standin, "--split", "all", DOCS_MODEL="rules", DOCS_EMBEDDER="hash", DOCS_JUDGE="lexical")
     assert replayed.code == 0 and replayed.requests == [], replayed.stderr
     offline = next(json.loads(p.read_text()) for p in (project / "runs").glob("*.all.json")
                    if json.loads(p.read_text())["key"]["embedder"] == "hash")
+    assert sorted(r["id"] for r in offline["rows"]) == sorted(SAMPLE)
     return run(project, standin, "--live", "--quiet", "--split", "all"), offline
 
 
