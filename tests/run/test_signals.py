@@ -139,8 +139,9 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def in_this_process(live_project, shared_ssl_contexts, monkeypatch):
-    """evaluate.py in this process, in a copy of the project (`project`), its retries costing no time, and the stand-ins
-    judging one request at a time (conftest.serial_judge); `use(env)` gives it a provider()'s environment."""
+    """evaluate.py in this process, in a copy of the project (`project`), its retries costing no time, and the
+    stand-ins judging one request at a time (conftest.serial_judge); `use(env)` gives it a provider()'s
+    environment."""
     with pytest.MonkeyPatch.context() as mp:
         serial_judge(mp, gemini_standin)
         serial_judge(mp, ollama_standin)
