@@ -149,7 +149,7 @@ def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(tmp_path, monke
     assert again.keys() == bundled.keys()
     ladders = [n for n in bundled if n.startswith("ladder/")]
     with_pages = [c for c in json.loads((project / "cases.json").read_text())["cases"] if c.get("expected_docs")]
-    assert len(ladders) == 2 * len(with_pages) and all(again[n] == bundled[n] for n in ladders)  # every ranking
+    assert len(ladders) == 2 * len(with_pages) > 0 and all(again[n] == bundled[n] for n in ladders)  # every ranking
     traces = [n for n in bundled if n.startswith("agent/")]
     assert traces and all(searched_pages(again[n]["value"]) == searched_pages(bundled[n]["value"]) for n in traces)
     assert {n: untimed(v) for n, v in again.items()} == {n: untimed(v) for n, v in bundled.items()}
