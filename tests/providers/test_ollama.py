@@ -3,7 +3,8 @@
 server reaches the user as clear lines. No network beyond 127.0.0.1.
 
 One stand-in serves the module, each test setting the models it has and the failures it shows (`serving`);
-`evaluate.main` runs in this process, in a copy of the project, as `python evaluate.py` would run there.
+`evaluate.main` runs in this process, in a copy of the project, as `python evaluate.py` would run there. The
+tests that run cases run conftest.SAMPLE, one case of each kind of the bundled example (`sample`).
 """
 import io
 import json
@@ -25,7 +26,7 @@ import pytest
 from whichstage import evaluate
 from whichstage import live_calls
 from whichstage.standins import ollama as ollama_standin
-from conftest import serial_judge, recorded_calls
+from conftest import OFFLINE, SAMPLE, all_report, copy_cases, recorded_calls, serial_judge
 from whichstage.standins.ollama import StandIn, serve
 
 HERE = Path(__file__).parents[2]
@@ -37,7 +38,12 @@ MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
                        "abstained": 1, "ignored_planted": 1, "facts": 1}
 STANDIN_RUN = "docs-assistant+standin-chat+standin-embed+standin-judge"
-CASES = json.loads((HERE / "cases.json").read_text())["cases"]
+CASES = [c for c in json.loads((HERE / "cases.json").read_text())["cases"] if c["id"] in SAMPLE]  # `sample`'s
+
+
+def offline_rows(report: dict) -> list[dict]:
+    """The rows of a bundled offline report (OFFLINE_REPORT, OFFLINE_ALL) of the cases `sample` holds."""
+    return [r for r in report["rows"] if r["id"] in SAMPLE]
 
 
 @dataclass
@@ -65,6 +71,17 @@ def run(folder: Path, host: str, *args: str, no_sleep: bool = False, **env: str)
         with redirect_stdout(out), redirect_stderr(err):
             code = evaluate.main(["--live", "--quiet", *args])
     return Done(code, out.getvalue(), err.getvalue())
+
+
+def replayed(folder: Path) -> dict:
+    """The `--split all` report of `python evaluate.py` replaying the offline run in `folder`."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        for name, value in OFFLINE.items():
+            mp.setenv(name, value)
+        with redirect_stdout(io.StringIO()):
+            assert evaluate.main(["--split", "all"]) == 0
+    return all_report(folder, OFFLINE)
 
 
 class Answering:
@@ -102,6 +119,12 @@ def ollama(shared_ssl_contexts) -> Iterator[StandIn]:
             mp.setattr(ollama_standin.Handler, method, ANSWERING.counted(getattr(ollama_standin.Handler, method)))
         with serve() as standin:
             yield standin
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    """A copy of the project whose cases are conftest.SAMPLE's."""
+    return copy_cases(tmp_path / "sample", SAMPLE)
 
 
 @contextmanager
@@ -142,15 +165,15 @@ def error_lines(stderr: str) -> dict[str, str]:
             if line.startswith("error: ")}
 
 
-def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(project, ollama):
+def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(sample, ollama):
     with serving(ollama) as server:  # a live run calls the models for every split; --split all reports them all
-        done = run(project, host_of(server.url), "--split", "all")
+        done = run(sample, host_of(server.url), "--split", "all")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert (project / "recordings" / f"{STANDIN_RUN}.json").exists()
-    report = json.loads((project / "runs" / f"{STANDIN_RUN}.all.json").read_text())
-    offline = OFFLINE_ALL["rows"]
-    assert len(offline) == len(CASES)
+    assert (sample / "recordings" / f"{STANDIN_RUN}.json").exists()
+    report = json.loads((sample / "runs" / f"{STANDIN_RUN}.all.json").read_text())
+    offline = offline_rows(OFFLINE_ALL)
+    assert len(offline) == len(CASES) == len(SAMPLE)
 
     # The server saw each client: ChatOllama streams with tools, DeepEval asks with a schema, one embed call
     # indexes the pages and one embeds each search query; the retrieval ladder indexes the pages once more
@@ -158,7 +181,7 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
     log = server.requests
     assert all(r["status"] == 200 for r in log), [r for r in log if r["status"] != 200]
     tools = [r for r in log if r["path"] == "/api/chat" and r["kind"] == "tools"]
-    traces, metrics = recorded_calls()  # counterfactual runs included: agent runs that embed nothing
+    traces, metrics = recorded_calls(SAMPLE)  # counterfactual runs included: agent runs that embed nothing
     # A request the run already sent is served, not sent again (the run's last line counts them by kind).
     served = Counter({kind: int(n) for kind, n in re.findall(r"(chat|embedding|judge) (\d+)", done.stderr.split(
         " paid, ")[1])})
@@ -178,7 +201,8 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
     # The strong check: the same rules through HTTP give the same trace, retrieval and every judged score and
     # reason. Agent tokens match too: the stand-in sends the rules model's counts as Ollama's eval counts.
     assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in offline]
-    summary, expected = dict(report["summary"]), dict(OFFLINE_ALL["summary"])
+    replay = replayed(sample)  # the offline run of the same cases, for what sums or hashes them
+    summary, expected = dict(report["summary"]), dict(replay["summary"])
     for s in (summary, expected):
         s.pop("latency")
         s["tokens"] = {k: v for k, v in s["tokens"].items() if k.startswith("agent")}
@@ -187,8 +211,8 @@ def test_live_run_through_the_real_ollama_clients_matches_the_offline_report(pro
     # name, where the key has one, is its folder's: here the copy's).
     ignored = ("project", "model", "embedder", "judge", "offline")
     key = {k: v for k, v in report["key"].items() if k not in ignored}
-    assert key == {k: v for k, v in OFFLINE_ALL["key"].items() if k not in ignored}
-    assert report["key"].get("project", project.name) == project.name
+    assert key == {k: v for k, v in replay["key"].items() if k not in ignored}
+    assert report["key"].get("project", sample.name) == sample.name
     assert {k: report["key"][k] for k in ("model", "embedder", "judge")} == \
         {"model": MODELS["DOCS_MODEL"], "embedder": MODELS["DOCS_EMBEDDER"], "judge": MODELS["DOCS_JUDGE"]}
     assert report["key"]["offline"] is False
@@ -220,13 +244,14 @@ def test_a_model_the_server_lacks_exits_2_naming_it(project, ollama, variable):
     assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
 
 
-def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project, ollama):
-    failing = [c["id"] for c in CASES if "tracker" in c["question"]]
+def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(sample, ollama):
+    marker = " for "  # in the questions of a dev case and a held-out case: thanks, goodbye
+    failing = [c["id"] for c in CASES if marker in c["question"]]
     assert 0 < len(failing) < len(CASES)
     attempts = live_calls.MAX_ATTEMPTS
-    with serving(ollama, fail={"standin-chat": 500}, fail_if="tracker") as server:
+    with serving(ollama, fail={"standin-chat": 500}, fail_if=marker) as server:
         # One call at a time: concurrent log lines can interleave (see the last test).
-        done = run(project, host_of(server.url), "--concurrency", "1", no_sleep=True)
+        done = run(sample, host_of(server.url), "--concurrency", "1", no_sleep=True)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     errors = error_lines(done.stderr)
@@ -238,21 +263,22 @@ def test_chat_500_is_retried_then_exits_3_naming_each_failing_entry(project, oll
     assert lines[-1].startswith(f"evaluate.py: incomplete: {len(failing)} cases errored")
     assert len(lines) == len(failing) * attempts + 1, done.stderr  # retries, one error per entry, the verdict
     assert sum(r["status"] == 500 for r in server.requests) == len(failing) * attempts
-    assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
-    rows = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())["rows"]
+    assert not (sample / "recordings" / f"{STANDIN_RUN}.json").exists()
+    rows = json.loads((sample / "runs" / f"{STANDIN_RUN}.json").read_text())["rows"]
     # the report shows the dev split; the held-out cases errored too, and the verdict above counted them
     assert [r["id"] for r in rows if r["first_failure"] == "error"] == \
         [c["id"] for c in CASES if c["id"] in failing and c["split"] == "dev"]
     assert any(c["split"] == "holdout" for c in CASES if c["id"] in failing)
+    assert any(c["split"] == "dev" for c in CASES if c["id"] not in failing)
     assert [comparable(r) for r in rows if r["id"] not in failing] == \
-        [comparable(r) for r in OFFLINE_REPORT["rows"] if r["id"] not in failing]
+        [comparable(r) for r in offline_rows(OFFLINE_REPORT) if r["id"] not in failing]
 
 
-def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project, ollama):
+def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(sample, ollama):
     thanks = next(c for c in CASES if c["id"] == "thanks")
     # Only the thanks case's relevancy verdicts and reason quote its question: one entry fails.
     with serving(ollama, fail={"standin-judge": 404}, fail_if=thanks["question"]) as server:
-        done = run(project, host_of(server.url), "--concurrency", "1", no_sleep=True)
+        done = run(sample, host_of(server.url), "--concurrency", "1", no_sleep=True)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     lines = lines_of(done.stderr)
@@ -261,24 +287,24 @@ def test_judge_404_fails_at_once_naming_the_model_and_a_rerun_resumes(project, o
                      "evaluate.py: incomplete: 1 case errored (each error is in the report's first failures); "
                      "their completed calls are kept, run --live again to retry the rest"]
     assert sum(r["status"] == 404 for r in server.requests) == 1
-    assert not (project / "recordings" / f"{STANDIN_RUN}.json").exists()
-    assert (project / "recordings" / f".{STANDIN_RUN}.partial.jsonl").is_file()
+    assert not (sample / "recordings" / f"{STANDIN_RUN}.json").exists()
+    assert (sample / "recordings" / f".{STANDIN_RUN}.partial.jsonl").is_file()
 
     with serving(ollama) as server:
-        done = run(project, host_of(server.url))
+        done = run(sample, host_of(server.url))
     assert done.returncode == 0, done.stderr
     assert "resuming" in done.stderr
     # Only the missing entry is asked again: no agent run, no embedding, one metric's three requests.
     assert server.count("/api/chat", "tools") == 0 and server.count("/api/embed") == 0
     assert server.count("/api/chat", "format") == REQUESTS_PER_METRIC["answer_relevancy"]
-    assert (project / "recordings" / f"{STANDIN_RUN}.json").exists()
-    report = json.loads((project / "runs" / f"{STANDIN_RUN}.json").read_text())
-    assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in OFFLINE_REPORT["rows"]]
+    assert (sample / "recordings" / f"{STANDIN_RUN}.json").exists()
+    report = json.loads((sample / "runs" / f"{STANDIN_RUN}.json").read_text())
+    assert [comparable(r) for r in report["rows"]] == [comparable(r) for r in offline_rows(OFFLINE_REPORT)]
 
 
-def test_a_server_failing_every_call_exits_3_without_a_traceback(project, ollama):
+def test_a_server_failing_every_call_exits_3_without_a_traceback(sample, ollama):
     with serving(ollama, fail={"standin-chat": 500}) as server:
-        done = run(project, host_of(server.url), "--concurrency", "1", no_sleep=True)
+        done = run(sample, host_of(server.url), "--concurrency", "1", no_sleep=True)
     assert "Traceback" not in done.stderr, done.stderr
     assert done.returncode == 3
     assert set(error_lines(done.stderr)) == {f"agent/{c['id']}" for c in CASES}

@@ -24,7 +24,7 @@ from whichstage.pool import Pool
 from whichstage.stopping import SILENT_LIMIT, Stopped
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
-from conftest import serial_judge
+from conftest import SAMPLE, copy_cases, serial_judge
 
 MODELS = {"gemini": {"chat": "gemini-standin-chat", "embed": "gemini-standin-embed", "judge": "gemini-standin-judge"},
           "ollama": {"chat": "standin-chat", "embed": "standin-embed", "judge": "standin-judge"}}
@@ -131,9 +131,17 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(in_this_p
 
 
 @pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """conftest's copy of the project (which live_project runs in), with conftest.SAMPLE's cases alone: one of
+    each kind, calls enough of each kind (chat, embed, judge) for a silent provider to reach SILENT_LIMIT."""
+    return copy_cases(tmp_path, SAMPLE)
+
+
+@pytest.fixture
 def in_this_process(live_project, shared_ssl_contexts, monkeypatch):
-    """evaluate.py in this process, in a copy of the project, its retries costing no time, and the stand-ins
-    judging one request at a time (conftest.serial_judge); `use(env)` gives it a provider()'s environment."""
+    """evaluate.py in this process, in a copy of the project (`project`), its retries costing no time, and the
+    stand-ins judging one request at a time (conftest.serial_judge); `use(env)` gives it a provider()'s
+    environment."""
     with pytest.MonkeyPatch.context() as mp:
         serial_judge(mp, gemini_standin)
         serial_judge(mp, ollama_standin)
