@@ -7,23 +7,18 @@ stays PENDING / RUNNING for `batch_polls` gets or `batch_seconds`; faults end a 
 fail one request in it; the jobs live in the stand-in, so a fresh client or another process gets one by name.
 """
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 from google import genai
 from google.genai import errors, types
 
-from conftest import serial_judge
+from conftest import in_child, serial_judge
 from whichstage import providers
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini_faults import Fault
 
-HERE = Path(__file__).parents[2]
 CHAT, EMBED, JUDGE = "gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"
 REJECTED_KEY = "rejected-key"
 FAULTS = {JUDGE: {"job-fails": Fault("batch-failed"), "job-expires": Fault("batch-expired"),
@@ -206,22 +201,20 @@ def test_one_failing_request_carries_an_error_and_the_others_their_answers(start
         (200, "safety", "request-safety"), (200, "", "")]
 
 
+def restarted(name: str) -> list[str]:
+    """What a new client, knowing only a job's name, reads of it: its state, then each answer's text."""
+    gemini = genai.Client(api_key="other-key", http_options=providers.gemini_http_options())
+    job = gemini.batches.get(name=name)
+    return [job.state.name, *(r.response.text for r in job.dest.inlined_responses)]
+
+
 def test_a_fresh_client_gets_a_job_by_name(start):
     standin = start(batch_polls=2)
     creator, fresh = client(), client()  # (held: google-genai closes a client's connections when it is dropped)
     job = creator.batches.create(model=JUDGE, src=judge_requests())
     for _ in range(2):  # a new client polls it
         assert fresh.batches.get(name=job.name).state == types.JobState.JOB_STATE_RUNNING
-    # Another process, as a harness restarted mid-job: it knows only the name.
-    script = ("import sys; from google import genai; from whichstage import providers\n"
-              "gemini = genai.Client(api_key='other-key', http_options=providers.gemini_http_options())\n"
-              "job = gemini.batches.get(name=sys.argv[1])\n"
-              "print(job.state.name); [print(r.response.text) for r in job.dest.inlined_responses]\n")
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
-    done = subprocess.run([sys.executable, "-c", script, job.name], capture_output=True, text=True, env=env,
-                          cwd=HERE, timeout=120)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    lines = in_child(restarted, job.name)  # another process, as a harness restarted mid-job
     assert lines[0] == "JOB_STATE_SUCCEEDED" and len(lines) == 4
     assert json.loads(lines[1])["truths"] == ["The backup runs nightly at 2am.", "It keeps seven copies."]
     again = fresh.batches.get(name=job.name)
