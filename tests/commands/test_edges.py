@@ -22,7 +22,7 @@ from whichstage.cassette import files as cassette_files, journal as cassette_jou
 from whichstage import evaluate
 from whichstage import judging
 from whichstage import stages
-from conftest import OFFLINE_RUN, untimed
+from conftest import OFFLINE_RUN, SAMPLE, of_cases, untimed
 from whichstage.dataset import ID_RULE, PAGE_ID_RULE
 from whichstage.report import markdown
 
@@ -460,14 +460,14 @@ def evaluate_calls(command: str, env: dict) -> list[list[str]]:
     return [call[1:] for call in calls]
 
 
-def test_the_workflows_shard_and_merge_commands_give_one_runs_recording(live_project):
+def test_the_workflows_shard_and_merge_commands_give_one_runs_recording(sample_project):
     """The shard job's and the merge job's own commands, run here (evaluate.py in this process) with the offline
-    backends on three shards."""
+    backends on three shards of the sample's cases."""
     data, _ = workflow("evals.yml")
     shard_run = next(s["run"] for s in data["jobs"]["shard"]["steps"] if "--shard" in s.get("run", ""))
     merge_runs = [s["run"] for s in data["jobs"]["merge"]["steps"]
                   if s.get("run") and "evaluate.py" in s["run"] and "check-baseline" not in s["run"]]
-    (live_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()  # every shard records its own cases
+    (sample_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()  # every shard records its own cases
     env = {**os.environ, "SHARDS": "3"}
     for shard in ("1", "2", "3"):
         for argv in evaluate_calls(shard_run, {**env, "SHARD": shard}):
@@ -475,9 +475,9 @@ def test_the_workflows_shard_and_merge_commands_give_one_runs_recording(live_pro
     for command in merge_runs:
         for argv in evaluate_calls(command, env):
             assert evaluate.main(argv) == 0
-    merged = json.loads((live_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())
-    bundled = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())
-    assert untimed(merged) == untimed(bundled)
+    merged = json.loads((sample_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    bundled = json.loads((HERE / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    assert untimed(merged) == untimed(of_cases(bundled, SAMPLE))
 
 
 WORKFLOWS = sorted((HERE / ".github" / "workflows").glob("*.y*ml"))
