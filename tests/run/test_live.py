@@ -8,7 +8,7 @@ import pytest
 
 from whichstage import evaluate
 from whichstage import live_calls
-from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, Forked, untimed
+from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, Forked, of_cases, untimed
 from whichstage.live_calls import CallFailed, Progress, is_transient, with_retries
 
 HERE = Path(__file__).parents[2]
@@ -215,16 +215,16 @@ def test_report_puts_tokens_and_latency_next_to_quality():
 
 
 @pytest.mark.parametrize("signum, code", [(9, None), (15, 143)])
-def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(live_project, capsys, signum,
-                                                                                    code):
+def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_it(sample_project, capsys,
+                                                                                    signum, code):
     """The run that is killed is a child process; the rerun, which reads only what that left on disk, runs in
     this process."""
     import os
     import time
 
     env = {**os.environ, **OFFLINE, "DOCS_OFFLINE_LATENCY_MS": "30"}
-    journal = live_project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
-    child = Forked(live_project, env, "--live", "--rerecord", "--quiet")
+    journal = sample_project / "recordings" / f".{OFFLINE_RUN}.partial.jsonl"
+    child = Forked(sample_project, env, "--live", "--rerecord", "--quiet")
     deadline = time.monotonic() + 120
     while len(journal.read_text().splitlines() if journal.exists() else []) < 6 and time.monotonic() < deadline \
             and child.poll() is None:
@@ -236,14 +236,15 @@ def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_
         assert child.returncode == code and said[-1].startswith("evaluate.py: terminated: ")
         assert "new entries are kept in" in said[-1] and "Traceback" not in err
     kept = journal_entries(journal)
-    total = len(recording(HERE))
+    bundled = of_cases(recording(HERE), SAMPLE)
+    total = len(bundled)
     assert 5 <= len(kept) < total and all(item["entry"] for item in kept)
     capsys.readouterr()
     returncode = evaluate.main(["--live", "--quiet"])
     stderr = capsys.readouterr().err
     assert returncode == 0, stderr
     assert f"resuming: {len(kept)} entries from an interrupted run are kept" in stderr
-    assert recording(live_project) == recording(HERE)
+    assert recording(sample_project) == bundled
 
 
 @pytest.mark.parametrize("args, message", [(["--rerecord"], "--rerecord goes with --live"),
