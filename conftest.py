@@ -256,6 +256,30 @@ def all_report(project: Path, models: dict) -> dict:
     return json.loads((project / "runs" / f"{name}.all.json").read_text())
 
 
+def live_all(run: Callable, project: Path, standin, models: dict, *args: str) -> tuple[dict, str, list[dict]]:
+    """`evaluate.py --live --quiet --split all ARGS` through a test file's `run(project, standin, *args)`, which
+    must succeed: the run's `--split all` report (all_report), its stderr and the requests the stand-in logged."""
+    code, err, requests = run(project, standin, "--live", "--quiet", "--split", "all", *args)
+    assert code == 0, err
+    return all_report(project, models), err, requests
+
+
+def client_call(client: str, model: str, marker: str) -> Callable[[], object]:
+    """One call of one real client ("chat", "embed" or "judge") of `model`, built as the harness builds it, asking
+    about `marker` (a stand-in's fault marker): the call a test hands to live_calls.with_retries."""
+    from deepeval.metrics.faithfulness.schema import Truths
+
+    from whichstage import providers
+
+    text = f"Tell me about {marker}."
+    if client == "chat":
+        return lambda: providers.chat_model(model).invoke(text)
+    if client == "embed":
+        return lambda: providers.embedder(model).embed_query(text)
+    judge = providers.judge_model(model)
+    return lambda: judge.generate(f"List the truths.\n\nText:\n{text}\n\nJSON:\n", schema=Truths)
+
+
 def verdicts(report: dict) -> dict:
     """A report's judged stages, each as its score and reason, by case."""
     return {r["id"]: {stage: (v["score"], v["reason"]) for stage, v in r["judged"].items()} for r in report["rows"]}

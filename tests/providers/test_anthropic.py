@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, comparable, copy_cases, serial_judge, used_tokens
+from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, serial_judge, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.provider_settings import HOSTED
 
@@ -43,9 +43,7 @@ class Run:
     requests: list[dict]
 
     def report(self) -> dict:
-        found = [json.loads(p.read_text()) for p in (self.project / "runs").glob("*.json")]
-        [report] = [r for r in found if r.get("key", {}).get("model") == NAME and r.get("split") == "all"]
-        return report
+        return all_report(self.project, ENV)
 
 
 def run(project: Path, standin, *args: str, **env) -> Run:
@@ -125,15 +123,11 @@ def test_a_replay_of_the_anthropic_recording_imports_no_anthropic_library(full_r
 # ---- each client on its own: the harness's retries, a timeout ------------------------------------------------
 
 def judge_call(marker: str):
-    from deepeval.metrics.faithfulness.schema import Truths
-
-    judge = providers.judge_model(NAME)
-    return lambda: judge.generate(f"List the truths.\n\nText:\n{marker}.\n\nJSON:\n", schema=Truths)
+    return client_call("judge", NAME, marker)
 
 
 def chat_call(marker: str):
-    chat = providers.chat_model(NAME)
-    return lambda: chat.invoke(f"Tell me about {marker}.")
+    return client_call("chat", NAME, marker)
 
 
 def test_a_429_waits_its_retry_after_then_succeeds(at_standin):

@@ -30,7 +30,7 @@ from whichstage import preflight, provider_settings, providers
 from whichstage import run_files
 from whichstage.agent import rules_roles
 from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
-from conftest import SAMPLE, comparable, copy_cases, load_project, serial_judge, recorded_calls
+from conftest import SAMPLE, client_call, comparable, copy_cases, load_project, serial_judge, recorded_calls
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
 from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
@@ -370,14 +370,7 @@ def test_every_completed_entry_is_kept_in_the_journal(fault_run):
 
 def direct_call(client: str, marker: str):
     """One call of one real client at the stand-in, as the harness makes it."""
-    from deepeval.metrics.faithfulness.schema import Truths
-
-    if client == "chat":
-        return lambda: providers.chat_model(CHAT).invoke(f"Tell me about {marker}.")
-    if client == "embed":
-        return lambda: providers.embedder(EMBED).embed_query(f"Tell me about {marker}.")
-    judge = providers.judge_model(JUDGE)
-    return lambda: judge.generate(f"List the truths.\n\nText:\nTell me about {marker}.\n\nJSON:\n", schema=Truths)
+    return client_call(client, {"chat": CHAT, "embed": EMBED, "judge": JUDGE}[client], marker)
 
 
 @pytest.fixture

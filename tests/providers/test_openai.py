@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, comparable, copy_cases, copy_project, serial_judge, used_tokens
+from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, copy_project, serial_judge, used_tokens
 from whichstage import evaluate, live_calls, provider_settings, providers, run_files
 from whichstage.live_calls import CallFailed, with_retries
 from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
@@ -44,10 +44,7 @@ class Run:
     requests: list[dict]
 
     def report(self) -> dict:
-        found = [json.loads(p.read_text()) for p in (self.project / "runs").glob("*.json")]
-        [report] = [r for r in found if r.get("key", {}).get("model") == NAMES["DOCS_MODEL"]
-                    and r.get("split") == "all"]
-        return report
+        return all_report(self.project, NAMES)
 
 
 def run(project: Path, standin, *args: str, **env) -> Run:
@@ -153,15 +150,7 @@ def test_a_replay_of_the_openai_recording_imports_no_provider_library(full_run):
 
 def direct_call(client: str, marker: str, model: str = ""):
     """One call of one real client at the stand-in, as the harness makes it."""
-    from deepeval.metrics.faithfulness.schema import Truths
-
-    name = f"openai:{model or CLIENTS[client]}"
-    if client == "chat":
-        return lambda: providers.chat_model(name).invoke(f"Tell me about {marker}.")
-    if client == "embed":
-        return lambda: providers.embedder(name).embed_query(f"Tell me about {marker}.")
-    judge = providers.judge_model(name)
-    return lambda: judge.generate(f"List the truths.\n\nText:\nTell me about {marker}.\n\nJSON:\n", schema=Truths)
+    return client_call(client, f"openai:{model or CLIENTS[client]}", marker)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import all_report, copy_cases, evaluate_at, killed_once_submitted, serial_judge, verdicts
+from conftest import all_report, copy_cases, live_all, evaluate_at, killed_once_submitted, serial_judge, verdicts
 from whichstage import batch, evaluate
 from whichstage.batch_anthropic import AnthropicBatches
 from whichstage.provider_settings import HOSTED
@@ -45,19 +45,14 @@ def batched_requests(requests: list[dict]) -> int:
 
 @pytest.fixture(scope="module")
 def interactive(tmp_path_factory, standin) -> dict:
-    project = copy_cases(tmp_path_factory.mktemp("interactive"), CASES)
-    code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
-    assert code == 0, err
-    return all_report(project, MODELS)
+    return live_all(run, copy_cases(tmp_path_factory.mktemp("interactive"), CASES), standin, MODELS)[0]
 
 
 @pytest.fixture(scope="module")
 def batch_run(tmp_path_factory, standin) -> tuple[dict, str, list[dict]]:
     """A --batch run of CASES: its report, stderr and requests."""
     project = copy_cases(tmp_path_factory.mktemp("batch"), CASES)
-    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
-    assert code == 0, err
-    return all_report(project, MODELS), err, requests
+    return live_all(run, project, standin, MODELS, "--batch")
 
 
 def test_batch_verdicts_and_tokens_equal_the_interactive_runs_at_half_the_price(batch_run, interactive):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from whichstage import evaluate
-from conftest import all_report, copy_cases, killed_once_submitted, serial_judge, verdicts
+from conftest import copy_cases, live_all, killed_once_submitted, serial_judge, verdicts
 from whichstage import batch, live_calls, providers, run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -74,18 +74,13 @@ def outcome(function, *args):
 
 @pytest.fixture(scope="module")
 def interactive(tmp_path_factory, standin) -> dict:
-    project = project_with(tmp_path_factory.mktemp("interactive"))
-    code, err, _ = run(project, standin, "--live", "--quiet", "--split", "all")
-    assert code == 0, err
-    return all_report(project, MODELS)
+    return live_all(run, project_with(tmp_path_factory.mktemp("interactive")), standin, MODELS)[0]
 
 
 def test_batch_verdicts_equal_the_interactive_runs_at_the_batch_price_one_batch_a_round(tmp_path, standin,
                                                                                       interactive):
     project = project_with(tmp_path)
-    code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
-    assert code == 0, err
-    found = all_report(project, MODELS)
+    found, err, requests = live_all(run, project, standin, MODELS, "--batch")
     assert verdicts(found) == verdicts(interactive)
     creates = [r for r in requests if r["kind"] == "batch-create"]
     rounds = [line for line in err.splitlines() if line.startswith("batch batches/")]
