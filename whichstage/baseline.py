@@ -1,22 +1,21 @@
 """The baseline gate: a saved run's results, and the check that a new run did not regress against them.
 
-Retrieval is deterministic, so its tolerance is zero: one case that lost an expected page is a regression.
-Tools and the judged stages come from sampled models, so their pass rates may drop by TOLERANCE first.
-A baseline records what it was measured with, the judged stages' thresholds too, and is refused for a run
-measured any other way.
+A baseline keeps each case's verdicts, so a check decided in code (tools, retrieval, the behaviour stage's
+checks in code) that a case passed and now fails is a regression whatever the rates (gate.py has the rules);
+the judged stages' pass rates may drop by their tolerance. A baseline records what it was measured with, the
+judged stages' thresholds too, and is refused for a run measured any other way.
 """
 import json
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-from whichstage import ladder, stages
-from whichstage.stages import threshold_differences
+from whichstage import gate, ladder
 from whichstage.cassette import read_json
+from whichstage.gating import stage_order, threshold_differences
 
-TOLERANCE = 0.1
+TOLERANCE = gate.TOLERANCE
 CRITERIA_CHANGED = ": a [criteria.NAME] was added, removed or given another rubric, reads or threshold"
 MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness", "criteria")
-TOLERANT_STAGES = ("behaviour", "tools", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
 
 
 class BaselineError(Exception):
@@ -26,6 +25,8 @@ class BaselineError(Exception):
 class Verdict(NamedTuple):
     regressions: list[str]
     text: str
+    result: gate.GateResult
+    other: list[str]  # regressions of no case or stage: the retrieval ladder's
 
 
 def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
@@ -38,6 +39,7 @@ def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
             "stages": report["summary"]["stages"],
             "retrieval": {r["id"]: r["retrieval"]["recall"] for r in report["rows"] if r.get("retrieval")},
             "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]},
+            "cases": {r["id"]: gate.case_record(r) for r in report["rows"]},
             "ladder": ladder.baseline_part(report["rows"])}
 
 
@@ -53,6 +55,9 @@ def load(path: Path) -> dict:
     missing = [f for f in needed if f not in data] if isinstance(data, dict) else needed
     if missing:
         raise BaselineError(f"{path}: not a baseline (missing {', '.join(missing)})")
+    if "cases" not in data:
+        raise BaselineError(f"{path}: saved before the gate held each case (no `cases`); save it again with "
+                            "--save-baseline")
     from pydantic import ValidationError
 
     from whichstage.model.report import Saved
@@ -81,12 +86,9 @@ def select(reports: list[dict], saved: Optional[dict]) -> dict:
                         "or DOCS_JUDGE")
 
 
-def rate_of(stage: dict) -> Optional[float]:
-    return stage["passed"] / stage["total"] if stage.get("total") else None
-
-
-def check(report: dict, baseline: dict) -> Verdict:
-    """Regressions of `report` against `baseline`; refuses a baseline measured another way."""
+def check(report: dict, baseline: dict, tolerances: Optional[gate.Tolerances] = None) -> Verdict:
+    """Regressions of `report` against `baseline`; refuses a baseline measured another way. `tolerances` are
+    the project's (evals.toml), else the one the baseline was saved with."""
     current = from_report(report, baseline["tolerance"])
     before, after = baseline["measured_with"], current["measured_with"]
     differs = [f"{f} ({v} -> {after.get(f)}{CRITERIA_CHANGED if f == 'criteria' else ''})" for f, v in before.items()
@@ -97,19 +99,12 @@ def check(report: dict, baseline: dict) -> Verdict:
         hint = f"; run with --split {split}" if split != after.get("split") else \
             "; if the change is deliberate, save a new baseline with --save-baseline FILE"
         raise BaselineError("baseline was measured differently: " + ", ".join(differs) + hint)
-    tolerance, regressions = baseline["tolerance"], []
-    for case, recall in baseline["retrieval"].items():
-        now = current["retrieval"].get(case)
-        if now is not None and now < recall:
-            regressions.append(f"retrieval: {case} recall@k {recall} -> {now} (tolerance 0)")
-    regressions += ladder.regressions(baseline.get("ladder", {}), current["ladder"])
-    for stage in (*TOLERANT_STAGES, *stages.criteria_of(report["rows"])):
-        before, after = rate_of(baseline["stages"].get(stage, {})), rate_of(current["stages"].get(stage, {}))
-        if before is not None and after is not None and after < before - tolerance:
-            regressions.append(f"{stage}: pass rate {before:.0%} -> {after:.0%} (tolerance {tolerance:.0%})")
-    before, after = rate_of(baseline["pass_rate"]), rate_of(current["pass_rate"])
-    if before is not None and after is not None and after < before - tolerance:
-        regressions.append(f"overall: pass rate {before:.0%} -> {after:.0%} (tolerance {tolerance:.0%})")
+    tolerant = [s for s in stage_order(report["rows"]) if s not in gate.IN_CODE]
+    result = gate.judge(baseline["cases"], report["rows"], {**baseline["stages"], gate.OVERALL: baseline["pass_rate"]},
+                        {**current["stages"], gate.OVERALL: current["pass_rate"]}, tolerant,
+                        tolerances or gate.Tolerances(baseline["tolerance"]))
+    rungs = ladder.regressions(baseline.get("ladder", {}), current["ladder"])
+    regressions = [f.text() for f in result.regressions] + rungs
     changed = [f"{case}: {baseline['first_failures'].get(case) or 'pass'} -> {stage or 'pass'}"
                for case, stage in current["first_failures"].items()
                if case in baseline.get("first_failures", {}) and baseline["first_failures"][case] != stage]
@@ -117,4 +112,4 @@ def check(report: dict, baseline: dict) -> Verdict:
              + (f"{len(regressions)} regression(s)" if regressions else "no regression")]
     lines += [f"  REGRESSED {r}" for r in regressions]
     lines += [f"  changed {c}" for c in changed]
-    return Verdict(regressions, "\n".join(lines))
+    return Verdict(regressions, "\n".join(lines), result, rungs)

@@ -25,7 +25,7 @@ from whichstage.provider_settings import ProviderError
 from whichstage.redact import printable
 from whichstage.report import cases as cases_text, markdown
 from whichstage.stage_view import row_view
-from whichstage.run_files import checked_label, write_reports
+from whichstage.run_files import checked_label, write_gate_summary, write_reports
 from whichstage.selection import SelectionError, parse_shard, report_split, select
 from whichstage.stopping import SigtermAsInterrupt
 
@@ -106,8 +106,9 @@ def _main(argv: Optional[list[str]]) -> int:
                         "into its own recording (`merge` combines them)")
     parser.add_argument("--plan", action="store_true", help="with --live: list what would be called, and its "
                         "estimated tokens and cost; call no model, write no recording or report")
-    parser.add_argument("--batch", action="store_true", help="with --live: the judge's calls through the Gemini "
-                        "Batch API, in rounds, at the batch price (agent runs stay interactive)")
+    parser.add_argument("--batch", action="store_true", help="with --live: the judge's calls through its "
+                        "provider's Batch API (Gemini, OpenAI or Anthropic), in rounds, at the batch price (agent "
+                        "runs stay interactive)")
     parser.add_argument("--judge2", metavar="NAME", help="a second judge over the same traces (live: records its "
                         "verdicts alone); the report gives the two judges' agreement, kappa and split cases")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
@@ -126,7 +127,7 @@ def _main(argv: Optional[list[str]]) -> int:
     if args.label is not None and (args.case or args.shard or args.show or args.plan):
         parser.error("--label names a written run: --case, --shard, --show and --plan write no report")
     printable_stdout()
-    from whichstage import baseline
+    from whichstage import baseline, gate, gate_summary
     from whichstage import judges
     from whichstage import project as projects
 
@@ -165,13 +166,19 @@ def _main(argv: Optional[list[str]]) -> int:
             return console.write_stdout(shown_cases(loaded, reports, args.model), command=prog) or 0
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
-        verdict = baseline.check(checked, saved) if saved else None
+        tolerances = gate.Tolerances(loaded.project.tolerance, loaded.project.tolerances)
+        verdict = baseline.check(checked, saved, tolerances) if saved else None
         views = [[row_view(r) for r in report["rows"]] for report in reports]  # read by every rendering
         texts = [markdown(r, v) for r, v in zip(reports, views)]
         if cases is None:  # some cases: printed, not written
             write_reports(folder, reports, texts, label, views)
+        summary = None
+        if verdict is not None and not errors:
+            summary = write_gate_summary(folder, checked, gate_summary.markdown(checked, saved, verdict.result,
+                                                                                verdict.other))
         if args.save_baseline and not errors:
-            write_atomic(Path(args.save_baseline), baseline.dumps(baseline.from_report(checked)))
+            write_atomic(Path(args.save_baseline),
+                         baseline.dumps(baseline.from_report(checked, loaded.project.tolerance)))
     except (InputError, RecordingError, ProviderError, baseline.BaselineError, SelectionError) as e:
         print(f"{prog}: {console.visible(str(e))}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -197,7 +204,7 @@ def _main(argv: Optional[list[str]]) -> int:
     if args.save_baseline:
         print(f"\nbaseline written to {args.save_baseline}")
     if verdict is not None:
-        print("\n" + verdict.text)
+        print("\n" + verdict.text + f"\n(summary: {shown(summary)})")
         return EXIT_REGRESSED if verdict.regressions else 0
     return 0
 

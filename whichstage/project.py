@@ -15,14 +15,15 @@ from whichstage import json_text
 from whichstage.criteria import score_threshold
 from whichstage.dataset import InputError
 from whichstage.project_files import CONFIG, fail, files_of, inside, outside
-from whichstage.stages import JUDGED, THRESHOLD
+from whichstage.gate import IN_CODE, OVERALL, TOLERANCE
+from whichstage.stages import JUDGED, STAGES, THRESHOLD
 
 # The judged stages whose score is a share; facts (every expected fact stated, or not) and the behaviour
 # judgements score 1 or 0, and a lower threshold could only let a failure pass.
 SCALED = [stage for stage in JUDGED if stage != "facts"]
 ROLES = ("retriever", "lookup", "action")
 TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria", "checks",
-            "threshold", "thresholds")
+            "threshold", "thresholds", "tolerance", "tolerances")
 TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key"),
              "action": ("role",)}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -61,6 +62,8 @@ class Project:
     checks: list[str] = field(default_factory=list)  # "module:function" specs, run in the behaviour stage
     threshold: float = THRESHOLD  # a judged stage's default threshold
     thresholds: dict[str, float] = field(default_factory=dict)  # a judged stage's own, from [thresholds]
+    tolerance: float = TOLERANCE  # the baseline gate: how far a judged stage's pass rate may drop
+    tolerances: dict[str, float] = field(default_factory=dict)  # a stage's own, from [tolerances]
 
     @property
     def config(self) -> Path:
@@ -122,7 +125,7 @@ class Project:
         return [name for name, r in self.roles.items() if r.role == "action"]
 
 
-def expect(value: Any, kind: type, key: str, what: str) -> Any:
+def expect(value: Any, kind: Union[type, tuple[type, ...]], key: str, what: str) -> Any:
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
         raise fail(key, f"expected {what}, got {value!r}")
     return value
@@ -191,7 +194,32 @@ def load(folder: Path) -> Project:
         from whichstage import criteria
 
         project.criteria = criteria.parse(config["criteria"], project.threshold)
+    if "tolerance" in config:
+        project.tolerance = share_of(config["tolerance"], "tolerance")
+    if "tolerances" in config:
+        project.tolerances = stage_tolerances(config["tolerances"], [c.name for c in project.criteria])
     return project
+
+
+def share_of(value: Any, key: str) -> float:
+    """A tolerance: a number from 0 to 1, the share of a stage's cases its pass rate may drop by."""
+    expect(value, (int, float), key, "a number from 0 to 1")
+    if not 0 <= value <= 1:
+        raise fail(key, f"{value!r} is not from 0 to 1 (a share of the cases: 0.1 lets a pass rate drop 10 points)")
+    return float(value)
+
+
+def stage_tolerances(value: Any, criteria: list[str]) -> dict[str, float]:
+    """`[tolerances]`: a tolerance per judged stage (or `overall`); a stage decided in code has none."""
+    table = expect(value, dict, "tolerances", "a table [tolerances] of stage = number")
+    valid = [s for s in (*STAGES, *criteria, OVERALL) if s not in IN_CODE]
+    for stage in table:
+        if stage in IN_CODE:
+            raise fail(f"tolerances.{stage}", f"decided in code: zero tolerance, each case held (valid: "
+                       f"{', '.join(valid)})")
+        if stage not in valid:
+            raise fail(f"tolerances.{stage}", f"not a judged stage (valid: {', '.join(valid)})")
+    return {stage: share_of(v, f"tolerances.{stage}") for stage, v in table.items()}
 
 
 def check_specs(value: Any) -> list[str]:

@@ -54,12 +54,17 @@ def report_files(folder: Path, report: dict, text: Optional[str] = None,
     from whichstage.html_report import html_parts
     from whichstage.report import markdown
 
-    runs, key = folder / "runs", report["key"]
-    name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"]) + (
-        "" if report["split"] == "dev" else f".{report['split']}")
-    return {runs / f"{name}.json": lambda: json_lines(report),
-            runs / f"{name}.md": lambda: [text or markdown(report), "\n"],
-            runs / f"{name}.html": lambda: html_parts(report, views)}
+    stem = report_stem(folder, report)
+    return {stem.with_name(f"{stem.name}.json"): lambda: json_lines(report),
+            stem.with_name(f"{stem.name}.md"): lambda: [text or markdown(report), "\n"],
+            stem.with_name(f"{stem.name}.html"): lambda: html_parts(report, views)}
+
+
+def report_stem(folder: Path, report: dict) -> Path:
+    """runs/<name> of a report's files, without a suffix; a split other than dev adds its name."""
+    key = report["key"]
+    name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"])
+    return folder / "runs" / (name if report["split"] == "dev" else f"{name}.{report['split']}")
 
 
 def json_lines(report: dict) -> Iterator[str]:
@@ -163,6 +168,19 @@ def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Op
             kept = kept_path(path, label)
             if not holds(kept, pieces_of(path)):
                 copy_atomic(path, kept)
+
+
+def write_gate_summary(folder: Path, report: dict, text: str) -> Path:
+    """The baseline gate's markdown summary as runs/<name>.gate.md, appended to GitHub's step summary too when
+    GITHUB_STEP_SUMMARY names its file; returns the file written."""
+    stem = report_stem(folder, report)
+    path = stem.with_name(f"{stem.name}.gate.md")
+    write_atomic(path, text)
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step:
+        with open(step, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+    return path
 
 
 def utc_now() -> datetime:

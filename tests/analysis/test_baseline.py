@@ -44,7 +44,7 @@ def test_a_run_checked_against_its_own_baseline_passes():
 def test_one_case_losing_a_page_is_a_regression():
     worse = resummarize(with_row(REPORT, "backup", retrieval__recall=0.0, retrieval__missed=["storage"]))
     regressions = check(worse, from_report(REPORT)).regressions
-    assert any(r.startswith("retrieval: backup recall@k 1.0 -> 0.0") for r in regressions)
+    assert any(r.startswith("backup: retrieval: recall@k 1.0 -> 0.0: missed storage") for r in regressions)
 
 
 def test_a_judged_drop_within_the_tolerance_is_not_a_regression():
@@ -84,7 +84,7 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(liv
             page["title"], page["text"] = "Misc", "See elsewhere."
     (tmp_path / "docs.json").write_text(json.dumps(docs))
     assert evaluate.main(["--live", "--quiet", "--split", "all", "--check-baseline", BASELINE]) == 1
-    assert "REGRESSED retrieval: backup recall@k 1.0 -> 0.0" in capsys.readouterr().out
+    assert "REGRESSED backup: retrieval: recall@k 1.0 -> 0.0" in capsys.readouterr().out
     other = json.loads((tmp_path / BASELINE).read_text())
     other["measured_with"]["judge"] = "gemini-3.8-flash"
     (tmp_path / "baselines" / "other.json").write_text(json.dumps(other))

@@ -521,7 +521,7 @@ def test_every_report_prints_5_of_11_as_45_percent_and_8_of_9_from_57_percent():
         assert f"-> {text}" in compare.render("a", everything, "b", report)
         assert text in compare.html_page("a", everything, "b", report)
         verdict = baseline.check(report, baseline.from_report(everything))
-        assert f"tools: pass rate 100% -> {text.split(' = ')[1].split()[0]}" in verdict.text
+        assert f"overall: pass rate 100% -> {text.split(' = ')[1].split()[0]}" in verdict.text
 
 
 # ---- the paired test in compare.py: verdicts, pairing, the HTML page ------------------------------------

@@ -42,6 +42,13 @@ def test_each_command_is_its_scripts_command(command, script, capsys):
     assert capsys.readouterr().out.startswith(f"usage: whichstage {command} ")
 
 
+def test_run_help_names_every_provider_that_batches(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    batch = " ".join(capsys.readouterr().out.split("\n  --batch", 1)[1].split("\n  --")[0].split())
+    assert "Batch API (Gemini, OpenAI or Anthropic)" in batch
+
+
 def test_show_is_run_with_show(here, capsys):
     assert cli.main(["show", "backup"]) == 0
     assert "backup" in capsys.readouterr().out.splitlines()[0]

@@ -160,6 +160,15 @@ class Rate(TypedDict):
     total: Annotated[int, Field(ge=0)]
 
 
+class CaseRecord(TypedDict, total=False):
+    """What a baseline keeps of one case (gate.case_record)."""
+    stages: dict[str, bool]
+    in_code: list[str]
+    recall: float
+    first_failure: Optional[str]
+    error: bool
+
+
 class Saved(BaseModel):
     """The fields of a baseline file that the check reads, with their types; other fields are ignored."""
     model_config = ConfigDict(strict=True)
@@ -169,6 +178,7 @@ class Saved(BaseModel):
     stages: dict[str, Rate]
     retrieval: dict[str, float]
     first_failures: dict[str, Optional[str]] = {}
+    cases: dict[str, CaseRecord]
     ladder: dict[str, dict[str, float]] = {}
 
 
