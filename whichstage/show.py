@@ -1,14 +1,14 @@
 """`python evaluate.py --show ID`: one case's whole story, readable in a terminal: each tool call with its
 arguments and output, the pages each retriever call returned as scored (distinct, in rank order, the expected
-ones marked), the answer, every
-verdict with its reason, and the first failure. Pure: `text(row, trace, view)` returns the lines."""
+ones marked, a line where k cuts them), the answer, every verdict with its reason, and the first failure.
+Pure: `text(row, trace, view)` returns the lines."""
 import json
 import textwrap
 from typing import Optional
 
 from whichstage.console import visible
 from whichstage.report import threshold
-from whichstage.stage_view import StageResult, row_view
+from whichstage.stage_view import StageResult, below_cut, cut_line, cut_of, row_view
 from whichstage.stages import THRESHOLD, ranked_documents
 
 WIDTH = 100
@@ -28,6 +28,23 @@ def clipped(text: str) -> str:
     return flat if len(flat) <= OUTPUT else flat[:OUTPUT] + f"... ({len(flat)} characters)"
 
 
+def search_lines(ranked: list[str], expected: set[str], k: Optional[int]) -> list[str]:
+    """A search's documents as scored, in rank order, the expected ones marked; where k cuts the list, a line,
+    and the pages under it marked as not scored."""
+    shown = [f"{rank}. {page}{chunks}{page_note(page, rank, expected, k)}"
+             for rank, (page, chunks) in enumerate(ranked_documents(ranked), start=1)]
+    if k is None or len(shown) <= k:
+        return ["     pages: " + (", ".join(shown) or "none")]
+    return ["     pages: " + ", ".join(shown[:k]), f"     --- {cut_line(k)} ---", "            " + ", ".join(shown[k:])]
+
+
+def page_note(page: str, rank: int, expected: set[str], k: Optional[int]) -> str:
+    """' (expected)', ' (below k = 3: not scored)', ' (expected, below k = 3: not scored)' or ''."""
+    if k is not None and rank > k:
+        return f" ({below_cut(k, page in expected)})"
+    return " (expected)" if page in expected else ""
+
+
 def arguments(args: dict) -> str:
     return ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in args.items())
 
@@ -44,7 +61,7 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
     if trace is None:
         return "\n".join(lines + [f"no trace: {row.get('error') or 'not recorded'}"])
     searches = iter((view or {}).get("searches", []))
-    outputs = iter(trace.get("tool_outputs", []))
+    outputs, k = iter(trace.get("tool_outputs", [])), cut_of(row)
     lines.append("calls:" if trace["tool_calls"] else "calls: none")
     for number, call in enumerate(trace["tool_calls"], start=1):
         lines.append(f"  {number}. {call['name']}({arguments(call['args'])})")
@@ -52,10 +69,7 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
         if output is None:
             continue
         if view is not None and call["name"] in (view.get("retrievers") or ()):
-            ranked = next(searches, [])
-            lines.append("     pages: " + (", ".join(f"{rank}. {page}{chunks}{' (expected)' if page in expected else ''}"
-                                                  for rank, (page, chunks) in enumerate(ranked_documents(ranked),
-                                                                                        start=1)) or "none"))
+            lines += search_lines(next(searches, []), expected, k)
         lines += wrapped(clipped(output.get("content", "")), "     ")
     lines += ["answer:", *wrapped(trace["answer"])]
     lines.append("verdicts:")
@@ -72,8 +86,8 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
     retrieval = row.get("retrieval")
     if retrieval is not None:
         lines.append(f"  retrieval: {results['retrieval'].mark}: hit {retrieval['hit']}, "
-                     f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}"
-                     + (f"; missed {', '.join(retrieval['missed'])}" if retrieval["missed"] else ""))
+                     f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}; "
+                     f"{results['retrieval'].reason}")
     for stage, verdict in row.get("judged", {}).items():
         lines += [f"  {stage}: {judged_verdict(results[stage], default)}", *wrapped(results[stage].reason, "      ")]
         for fact in verdict.get("facts") or []:
