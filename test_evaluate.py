@@ -128,7 +128,7 @@ def test_a_row_ranks_each_search_of_its_trace_on_its_own():
             "reference": "r", "expected_docs": ["storage"], "expected_tools": ["search_docs"]}
     found = offline_inputs()
     row = module.case_row(found, case, Recorded())
-    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
+    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": [], "k": 3}
     assert found.view(trace)["searches"] == [["init", "sync", "tokens"], ["storage", "init", "sync"]]
 
 

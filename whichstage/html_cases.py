@@ -4,7 +4,7 @@ from typing import Optional
 
 from whichstage.html_text import ARGUMENTS, cell, escaped, listed, mark, num, verdict_class
 from whichstage.report import threshold
-from whichstage.stage_view import FAIL, PASS, RowView, StageResult, row_view
+from whichstage.stage_view import FAIL, PASS, RowView, StageResult, below_cut, cut_line, cut_of, row_view
 from whichstage.stages import THRESHOLD, deepeval_disagrees, ranked_documents
 
 JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
@@ -50,19 +50,28 @@ def stage_table(report: dict, views: Optional[list[RowView]] = None) -> str:
 
 
 def pages(r: dict) -> str:
-    """Each search's documents as scored: its distinct pages in rank order, two chunks of one page once."""
+    """Each search's documents as scored: its distinct pages in rank order, two chunks of one page once; where
+    k cuts a search, a line, and the pages under it marked as not scored."""
     expected = list(r.get("expected_docs") or [])
     retrieved = list(r.get("retrieved") or [])
     searches = [s for s in r.get("searches", [retrieved]) if s]
-    listing = "".join((f"<p>Search {n}:</p>" if len(searches) > 1 else "") + f"<ol>{_documents(s, expected)}</ol>"
+    listing = "".join((f"<p>Search {n}:</p>" if len(searches) > 1 else "") + _documents(s, expected, cut_of(r))
                       for n, s in enumerate(searches, start=1)) or "<p>none retrieved</p>"
     missed = [f'<li class="missed">{escaped(p)} &#10007; missed</li>' for p in expected if p not in retrieved]
     return listing + (f"<p>Expected but not retrieved:</p><ul>{''.join(missed)}</ul>" if missed else "")
 
 
-def _documents(ranked: list[str], expected: list[str]) -> str:
-    return "".join(f'<li class="expected">{escaped(p + chunks)} &#10003; expected</li>' if p in expected
-                   else f"<li>{escaped(p + chunks)}</li>" for p, chunks in ranked_documents(ranked))
+def _documents(ranked: list[str], expected: list[str], k: Optional[int]) -> str:
+    found = ranked_documents(ranked)
+    scored = found if k is None else found[:k]
+    items = "".join(f'<li class="expected">{escaped(p + chunks)} &#10003; expected</li>' if p in expected
+                    else f"<li>{escaped(p + chunks)}</li>" for p, chunks in scored)
+    if len(scored) == len(found):
+        return f"<ol>{items}</ol>"
+    below = "".join(f'<li class="below-k missed">{escaped(p + chunks)} &#10007; {escaped(below_cut(k, True))}</li>'
+                    if p in expected else f'<li class="below-k">{escaped(p + chunks)}</li>' for p, chunks in found[k:])
+    return (f'<ol>{items}</ol><p class="cut">&#8212; {escaped(cut_line(k))} &#8212;</p>'
+            f'<ol start="{k + 1}" class="below-k">{below}</ol>')
 
 
 def _tool_section(r: dict, result: StageResult) -> str:

@@ -29,6 +29,8 @@ pre { white-space: pre-wrap; tab-size: 2; font-size: .85rem; margin: .2rem 0; }
 code { font-size: .9em; }
 li.expected { font-weight: 600; color: #176117; }
 li.missed { color: #a11; font-weight: 600; }
+p.cut { margin: .2rem 0 .2rem 1.2rem; color: #555; font-size: .85rem; border-top: 1px dashed #999; }
+ol.below-k, li.below-k { color: #666; }
 .error { color: #a11; white-space: pre-wrap; }
 .badge { font-size: .8rem; padding: .1rem .5rem; border-radius: 4px; margin-left: .5rem; vertical-align: middle; }
 """

@@ -1,5 +1,6 @@
-"""Retrieval scored over documents: hit@k, recall@k and reciprocal rank of a case's expected pages, and a
-search's documents (its distinct pages in rank order) as every report lists them. Pure, no I/O."""
+"""Retrieval scored over documents: hit@k, recall@k and reciprocal rank of a case's expected pages, a
+search's documents (its distinct pages in rank order) as every report lists them, and where k cut them.
+Pure, no I/O."""
 from typing import Iterable, Optional
 
 
@@ -18,6 +19,29 @@ def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> 
     return {"hit": bool(ranks), "recall": len(ranks) / len(set(expected)),
             "reciprocal_rank": 1 / ranks[0] if ranks else 0.0,
             "missed": sorted(set(expected) - set(best))}
+
+
+def case_retrieval(searches: list[list[str]], expected: list[str], k: int) -> Optional[dict]:
+    """A case's retrieval verdict as its row holds it: retrieval_scores and the k they were scored at, so the
+    row alone says where k cut each search. None when the case expects no page."""
+    scores = retrieval_scores(searches, expected, k)
+    return None if scores is None else {**scores, "k": k}
+
+
+def below_k(searches: list[list[str]], missed: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each missed page (one no search returned within its top k) that some search returned below k: its best
+    rank over documents and the search (from 1) that gave it, the first one on a tie."""
+    wanted, found = set(missed), {}
+    for number, ranked in enumerate(searches, start=1):
+        for rank, page in enumerate(documents(ranked), start=1):
+            if page in wanted and (page not in found or rank < found[page][0]):
+                found[page] = (rank, number)
+    return found
+
+
+def scored_documents(searches: list[list[str]], k: int) -> list[str]:
+    """The distinct pages within the top k of some search, in the order the searches returned them."""
+    return documents(page for ranked in searches for page in documents(ranked)[:k])
 
 
 def documents(ranked: Iterable[str]) -> list[str]:

@@ -6,7 +6,7 @@ from whichstage.cassette import ABSENT, Cassette
 from whichstage import checks as own_checks, criteria, ladder
 from whichstage.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, rescored, variant_label
 from whichstage.judging import stage_of
-from whichstage.stages import behaviour_verdict, first_failure, retrieval_scores, spent, tool_verdict, with_threshold
+from whichstage.stages import behaviour_verdict, case_retrieval, first_failure, spent, tool_verdict, with_threshold
 from whichstage.trace import Unreadable
 
 
@@ -55,7 +55,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                                                                  case.get("expected_args"), inputs.parameters,
                                                                  case.get("tools_match", "multiset"),
                                                                  inputs.project.actions()),
-                "retrieval": retrieval_scores(view["searches"], case["expected_docs"], inputs.k),
+                "retrieval": case_retrieval(view["searches"], case["expected_docs"], inputs.k),
                 "judged": {stage: with_threshold(v, inputs.project.threshold_of(stage))
                            for stage, v in judged.items()},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})

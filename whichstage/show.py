@@ -1,18 +1,18 @@
 """`python evaluate.py --show ID`: one case's whole story, readable in a terminal: each tool call with its
 arguments and output, the pages each retriever call returned as scored (distinct, in rank order, the expected
-ones marked), the answer, every
-verdict with its reason, and the first failure. Pure: `text(row, trace, view)` returns the lines."""
+ones marked, a line where k cuts them) and each chunk it returned on its own, the answer, every verdict with
+its reason, and the first failure. Pure: `text(row, trace, view)` returns the lines."""
 import json
 import textwrap
 from typing import Optional
 
 from whichstage.console import visible
 from whichstage.report import threshold
-from whichstage.stage_view import StageResult, row_view
-from whichstage.stages import THRESHOLD, ranked_documents
+from whichstage.stage_view import StageResult, below_cut, cut_line, cut_of, row_view
+from whichstage.stages import THRESHOLD, documents, ranked_documents
 
 WIDTH = 100
-OUTPUT = 400  # characters of a tool's output shown; the recording holds all of it
+OUTPUT = 400  # characters shown of a tool's output, or of each chunk a search returned; the recording holds all
 
 
 def wrapped(text: str, indent: str = "    ", first: Optional[str] = None) -> list[str]:
@@ -23,9 +23,46 @@ def wrapped(text: str, indent: str = "    ", first: Optional[str] = None) -> lis
         or [(first or indent).rstrip()]
 
 
-def clipped(text: str) -> str:
+def body(text: str, indent: str) -> list[str]:
+    """A tool's output or a chunk, wrapped: its first OUTPUT characters (whitespace run together), then, when it
+    is longer, a line saying how many more it holds."""
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= OUTPUT else flat[:OUTPUT] + f"... ({len(flat)} characters)"
+    if len(flat) <= OUTPUT:
+        return wrapped(flat, indent)
+    cut = flat.rfind(" ", 0, OUTPUT + 1)
+    cut = cut if cut > OUTPUT * 3 // 4 else OUTPUT  # a word boundary, unless the text has none near the end
+    return wrapped(flat[:cut], indent) + [f"{indent}... [{len(flat[cut:].lstrip())} more characters]"]
+
+
+def search_lines(ranked: list[str], expected: set[str], k: Optional[int]) -> list[str]:
+    """A search's documents as scored, in rank order, the expected ones marked; where k cuts the list, a line,
+    and the pages under it marked as not scored."""
+    shown = [f"{rank}. {page}{chunks}{page_note(page, rank, expected, k)}"
+             for rank, (page, chunks) in enumerate(ranked_documents(ranked), start=1)]
+    if k is None or len(shown) <= k:
+        return ["     pages: " + (", ".join(shown) or "none")]
+    return ["     pages: " + ", ".join(shown[:k]), f"     --- {cut_line(k)} ---", "            " + ", ".join(shown[k:])]
+
+
+def page_note(page: str, rank: int, expected: set[str], k: Optional[int]) -> str:
+    """' (expected)', ' (below k = 3: not scored)', ' (expected, below k = 3: not scored)' or ''."""
+    if k is not None and rank > k:
+        return f" ({below_cut(k, page in expected)})"
+    return " (expected)" if page in expected else ""
+
+
+def chunk_lines(chunks: list[dict], expected: set[str], k: Optional[int]) -> list[str]:
+    """Each item a search returned, in its order, between delimiters naming its number, its page's rank and
+    page (and whether k cut it), and its id when that is not the page's."""
+    ranks = {page: rank for rank, page in enumerate(documents(c["page"] for c in chunks), start=1)}
+    lines = []
+    for number, chunk in enumerate(chunks, start=1):
+        page = chunk["page"]
+        named = f", id {chunk['id']}" if chunk["id"] not in (None, page) else ""
+        lines += [f"     --- chunk {number} of {len(chunks)}: rank {ranks[page]}, page {page}{named}"
+                  f"{page_note(page, ranks[page], expected, k)} ---",
+                  *body(chunk["text"], "       "), f"     --- end of chunk {number} ---"]
+    return lines
 
 
 def arguments(args: dict) -> str:
@@ -44,7 +81,8 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
     if trace is None:
         return "\n".join(lines + [f"no trace: {row.get('error') or 'not recorded'}"])
     searches = iter((view or {}).get("searches", []))
-    outputs = iter(trace.get("tool_outputs", []))
+    chunked = iter((view or {}).get("chunks", []))
+    outputs, k = iter(trace.get("tool_outputs", [])), cut_of(row)
     lines.append("calls:" if trace["tool_calls"] else "calls: none")
     for number, call in enumerate(trace["tool_calls"], start=1):
         lines.append(f"  {number}. {call['name']}({arguments(call['args'])})")
@@ -52,11 +90,12 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
         if output is None:
             continue
         if view is not None and call["name"] in (view.get("retrievers") or ()):
-            ranked = next(searches, [])
-            lines.append("     pages: " + (", ".join(f"{rank}. {page}{chunks}{' (expected)' if page in expected else ''}"
-                                                  for rank, (page, chunks) in enumerate(ranked_documents(ranked),
-                                                                                        start=1)) or "none"))
-        lines += wrapped(clipped(output.get("content", "")), "     ")
+            lines += search_lines(next(searches, []), expected, k)
+            chunks = next(chunked, None)
+            if chunks and all(c["text"] is not None for c in chunks):
+                lines += chunk_lines(chunks, expected, k)
+                continue
+        lines += body(output.get("content", ""), "     ")
     lines += ["answer:", *wrapped(trace["answer"])]
     lines.append("verdicts:")
     shown = row_view(row)
@@ -72,8 +111,8 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
     retrieval = row.get("retrieval")
     if retrieval is not None:
         lines.append(f"  retrieval: {results['retrieval'].mark}: hit {retrieval['hit']}, "
-                     f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}"
-                     + (f"; missed {', '.join(retrieval['missed'])}" if retrieval["missed"] else ""))
+                     f"recall {retrieval['recall']:.2f}, RR {retrieval['reciprocal_rank']:.2f}; "
+                     f"{results['retrieval'].reason}")
     for stage, verdict in row.get("judged", {}).items():
         lines += [f"  {stage}: {judged_verdict(results[stage], default)}", *wrapped(results[stage].reason, "      ")]
         for fact in verdict.get("facts") or []:

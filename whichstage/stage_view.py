@@ -4,7 +4,7 @@ worded here once. The markdown, the HTML page, `--show` and compare read this, s
 from typing import NamedTuple, Optional
 
 from whichstage.gating import gate_of, stage_order, stage_results, threshold_of
-from whichstage.ranking import documents
+from whichstage.ranking import below_k, documents, scored_documents
 
 PASS, FAIL, NOT_APPLICABLE, ERROR = "pass", "fail", "n/a", "error"
 # What a counterfactual run supplies and what it blames: the one kind the evaluator runs (retrieval).
@@ -69,11 +69,52 @@ def stage_reason(row: dict, stage: str) -> str:
     if stage == "tools":
         return tools_reason(row["tools"])
     if stage == "retrieval":
-        missed = row["retrieval"].get("missed")
-        return (f"missed {', '.join(missed)}; " if missed else "") + \
-            f"retrieved {', '.join(documents(row.get('retrieved') or [])) or 'nothing'}"
+        return retrieval_reason(row)
     judged = row["judged"][stage]
     return judged.get("reason") or f"score {judged.get('score')}"
+
+
+def retrieval_reason(row: dict) -> str:
+    """'missed tips; retrieved a, b, c'. Where k cut a search, each missed page says where it ranked ('ranked 4th,
+    below k = 3', or 'not retrieved') and only the pages within the top k are named as retrieved."""
+    missed, k = row["retrieval"].get("missed") or [], cut_of(row)
+    searches = row.get("searches") or []
+    if k is None or not any(len(documents(ranked)) > k for ranked in searches):
+        retrieved = ", ".join(documents(row.get("retrieved") or [])) or "nothing"
+        return (f"missed {', '.join(missed)}; " if missed else "") + f"retrieved {retrieved}"
+    ranks = below_k(searches, missed)
+    placed = [f"{page} ({ranked_below(*ranks[page], k, len(searches)) if page in ranks else 'not retrieved'})"
+              for page in missed]
+    return (f"missed {', '.join(placed)}; " if placed else "") + \
+        f"retrieved in the top {k}: {', '.join(scored_documents(searches, k)) or 'nothing'}"
+
+
+def cut_of(row: dict) -> Optional[int]:
+    """The k the row's searches were scored at; None when retrieval was not scored, or the row predates rows
+    holding it."""
+    return (row.get("retrieval") or {}).get("k")
+
+
+def ranked_below(rank: int, search: int, k: int, searches: int = 1) -> str:
+    """'ranked 4th, below k = 3', naming the search ('ranked 4th in search 2, ...') when there were several."""
+    return f"ranked {ordinal(rank)}{f' in search {search}' if searches > 1 else ''}, below k = {k}"
+
+
+def cut_line(k: int) -> str:
+    """The line every list of a search's documents draws where k cuts it."""
+    return f"k = {k}: below this line is not scored"
+
+
+def below_cut(k: int, expected: bool = False) -> str:
+    """The note on a page a search returned below k: shown, and not scored ('expected, below k = 3: not
+    scored' for an expected page, which counted for nothing there)."""
+    return f"{'expected, ' if expected else ''}below k = {k}: not scored"
+
+
+def ordinal(n: int) -> str:
+    """'1st', '2nd', '3rd', '4th', '11th', '21st'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def tools_reason(tools: dict) -> str:

@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 from whichstage.gating import (BEHAVIOUR_JUDGED, JUDGED, PRESUME_AN_ANSWER, STAGES, THRESHOLD,  # noqa: F401
                                criteria_of, decides_its_stage, first_failure, gate_of, passes, stage_order,
                                stage_results, threshold_differences, threshold_of, verdict_passes, with_threshold)
-from whichstage.ranking import documents, ranked_documents, retrieval_scores  # noqa: F401
+from whichstage.ranking import case_retrieval, documents, ranked_documents, retrieval_scores  # noqa: F401
 from whichstage.run_summary import (SPENDING, added, categories, counterfactuals, differed, mean,  # noqa: F401
                                     repeat_summary, repeats, rounded, spent, summarize)
 from whichstage.stage_view import (RowView, StageResult, counterfactual_text, counterfactual_wording,  # noqa: F401

@@ -182,10 +182,11 @@ def nothing_at(value: Any, path: list[str]) -> str:
 
 def read(trace: dict, roles: dict, corpus: set[str]) -> dict:
     """What the trace did, by role: `searches` (per retriever call, the page of each item it returned, in its
-    order: two chunks of one page name it twice, and scoring counts it once), `retrieved` (all of them,
-    in order), `searched` (any retriever called), `looked_up` (tool, key) pairs and the judge's `context`.
-    `roles` maps a tool's name to its evals.toml role (whichstage.project.ToolRole)."""
-    searches, context = [], []
+    order: two chunks of one page name it twice, and scoring counts it once), `chunks` (per retriever call,
+    each item's id, page and text), `retrieved` (all pages, in order), `searched` (any retriever called),
+    `looked_up` (tool, key) pairs and the judge's `context`. `roles` maps a tool's name to its evals.toml
+    role (whichstage.project.ToolRole)."""
+    searches, chunks, context = [], [], []
     for output in trace["tool_outputs"]:
         role = roles.get(output["tool"])
         if role is None or role.role != "retriever":
@@ -193,12 +194,13 @@ def read(trace: dict, roles: dict, corpus: set[str]) -> dict:
             continue
         pages = pages_of(output, role, corpus)
         searches.append([p["page"] for p in pages])
+        chunks.append([{"id": p.get("id"), "page": p["page"], "text": p.get("text")} for p in pages])
         context += seen_text(output.get("content", ""), pages)
     calls = trace["tool_calls"]
     retrievers = {name for name, r in roles.items() if r.role == "retriever"}
     looked_up = [(c["name"], str(c["args"].get(roles[c["name"]].key))) for c in calls
                  if c["name"] in roles and roles[c["name"]].role == "lookup"]
-    return {"searches": searches, "retrieved": [p for s in searches for p in s], "context": context,
+    return {"searches": searches, "chunks": chunks, "retrieved": [p for s in searches for p in s], "context": context,
             "searched": any(c["name"] in retrievers for c in calls), "looked_up": looked_up}
 
 

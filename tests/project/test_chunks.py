@@ -136,7 +136,7 @@ def recorded_view(folder: Path, case: str) -> tuple[dict, dict]:
 def test_two_chunks_of_one_page_in_one_search_score_the_page_once(kettle):
     row = rows(kettle)["fill-and-warranty"]
     assert row["retrieved"][:2] == ["manual/setup.md", "manual/setup.md"]  # the search's chunks, by page
-    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": []}
+    assert row["retrieval"] == {"hit": True, "recall": 1.0, "reciprocal_rank": 1.0, "missed": [], "k": 2}
 
 
 def test_the_ladder_ranks_the_pages_of_a_rank_function_that_ranks_chunks(kettle):

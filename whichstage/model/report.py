@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
 from whichstage.gating import STAGES
-from whichstage.model.fields import (Flag, MaybeStr, Number, Object, Open, Scalar, StageName, Str, Strings,
+from whichstage.model.fields import (Flag, MaybeStr, Number, Object, Open, Scalar, StageName, Str, Strings, Whole,
                                      shape_error, wanted)
 from whichstage.model.trace import ToolCall, Verdict
 
@@ -46,11 +46,13 @@ class Tools(Open):
 
 
 class Retrieval(Open):
-    """The expected pages among the first k retrieved: recall, hit, reciprocal rank, the ones missed."""
+    """The expected pages among the first k retrieved: recall, hit, reciprocal rank, the ones missed, and the k
+    they were scored at (absent in a report saved before rows held it)."""
     recall: Number
     hit: Flag = None
     reciprocal_rank: Number = None
     missed: Strings = None
+    k: Whole = None
 
 
 class Counterfactual(Open):
