@@ -204,7 +204,7 @@ def _main(argv: Optional[list[str]]) -> int:
     if args.save_baseline:
         print(f"\nbaseline written to {args.save_baseline}")
     if verdict is not None:
-        print("\n" + verdict.text + f"\n(summary: {shown(summary)})")
+        print(f"\ngate summary: {shown(summary)}\n" + verdict.text)
         return EXIT_REGRESSED if verdict.regressions else 0
     return 0
 

@@ -155,7 +155,7 @@ def test_the_gate_writes_its_summary_and_appends_it_to_the_github_step_summary(t
     code, out = gate_after(folder, relay_planted, capsys, monkeypatch)
     written = folder / "runs" / "acme-notes+rules+hash+lexical.all.gate.md"
     summary = written.read_text()
-    assert code == 1 and f"(summary: {written})" in out
+    assert code == 1 and f"gate summary: {written}\nbaseline check" in out
     assert "| offline-edits | behaviour (must_not) | said 'password', which must never be said |" in summary
     assert "| behaviour | 3/3 = 100%" in summary
     assert step.read_text() == "earlier step\n" + summary + "\n"
