@@ -223,13 +223,13 @@ class Handler(BatchRoutes, QuietHandler):
 def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"),
           faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
           reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0,
-          batch_seconds: float = 0.0) -> Iterator[StandIn]:
-    """Run a stand-in on a free port of 127.0.0.1 serving `models` (a name containing "embed" is an
+          batch_seconds: float = 0.0, port: int = 0) -> Iterator[StandIn]:
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models` (a name containing "embed" is an
     embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
     (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses; `roles`
-    are the tool roles its rules model is told (default: the bundled example's). A batch job stays PENDING
+    are the tool roles its rules model is told (default: the project's in the current folder). A batch job stays PENDING
     (as created) / RUNNING for its first `batch_polls` gets and at least `batch_seconds` after its creation;
     the get after that runs it and answers its end state."""
     with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls,
-                                      batch_seconds)) as standin:
+                                      batch_seconds), port) as standin:
         yield standin

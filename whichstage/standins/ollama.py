@@ -183,19 +183,20 @@ def bundled_roles(folder: Optional[Path] = None) -> dict:
 
 @contextmanager
 def serve(models: Iterable[str] = ("standin-chat", "standin-embed", "standin-judge"),
-          fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None) -> Iterator[StandIn]:
-    """Run a stand-in on a free port of 127.0.0.1 serving `models`. /api/chat answers the HTTP status
+          fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None,
+          port: int = 0) -> Iterator[StandIn]:
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`. /api/chat answers the HTTP status
     `fail[model]` (e.g. 500) for the models `fail` names, when their last user message contains `fail_if`.
-    `roles` are the tool roles its rules model is told (default: the bundled example's)."""
-    with on_loopback(Handler, StandIn(models, fail or {}, fail_if, roles)) as standin:
+    `roles` are the tool roles its rules model is told (default: the project's in the current folder)."""
+    with on_loopback(Handler, StandIn(models, fail or {}, fail_if, roles), port) as standin:
         yield standin
 
 
 @contextmanager
-def on_loopback(handler: type, standin: Any) -> Iterator[Any]:
-    """Serve `handler` on a free port of 127.0.0.1, with `standin` (given its `url`) as the server's state,
-    until the block ends. Shared by the stand-in servers."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def on_loopback(handler: type, standin: Any, port: int = 0) -> Iterator[Any]:
+    """Serve `handler` on `port` of 127.0.0.1 (0: a free one), with `standin` (given its `url`) as the server's
+    state, until the block ends. Shared by the stand-in servers."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     server.standin = standin  # type: ignore[attr-defined]
     standin.url = f"http://127.0.0.1:{server.server_address[1]}"
