@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import json
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -54,35 +55,48 @@ def measured(compute, judge, fake) -> list[Call]:
     return [c for c in fake.reset() if c.kind == "judge"]
 
 
+def run_entries(loaded) -> list[tuple[str, Callable]]:
+    """Every entry a run computes for the bundled recording's traces (entries.case_entries), named `run
+    <stage>` (or `run tools`, whose scores ask the judge nothing), with how it is computed."""
+    inputs = Inputs(loaded, "rules", "hash", OFFLINE_JUDGE)
+    cases = {c["id"]: c for c in loaded.cases["cases"]}
+    found = []
+    for trace in recorded_calls()[0]:
+        cid, at, variant = trace["name"].removeprefix("agent/").partition("@")
+        for name, (_, compute) in case_entries(inputs, cases[cid], trace, at + variant).items():
+            kind, *_, stage = name.split("/")
+            found.append((f"run {stage if kind == 'judge' else kind}", compute))
+    return found
+
+
+def calibration_rows(loaded) -> list[tuple[str, Callable]]:
+    """Every labelled calibration row, named `calibration <metric>`, with how calibrate.py judges it."""
+    own = {c.name: c for c in loaded.project.criteria}
+    return [(f"calibration {row['metric']}", calibrate.measurer(row, own))
+            for row in load_calibration(loaded.project)["cases"]]
+
+
 @pytest.fixture(scope="module")
 def sent(tmp_path_factory) -> dict[str, Call]:
     """One request of each metric and schema the harness sends its judge, by `<where> <metric>: <request>`."""
     loaded = load_project(with_criteria(copy_project(tmp_path_factory.mktemp("criteria"))))
-    inputs = Inputs(loaded, "rules", "hash", OFFLINE_JUDGE)
-    cases = {c["id"]: c for c in loaded.cases["cases"]}
-    computes = []
-    for trace in recorded_calls()[0]:
-        cid, _, variant = trace["name"].removeprefix("agent/").partition("@")
-        for name, (_, compute) in case_entries(inputs, cases[cid], trace, "@" + variant if variant else "").items():
-            computes.append((f"run {name.split('/')[-1] if name.startswith('judge/') else name.split('/')[0]}",
-                             compute))
-    own = {c.name: c for c in loaded.project.criteria}
-    for row in load_calibration(loaded.project)["cases"]:
-        computes.append((f"calibration {row['metric']}", calibrate.measurer(row, own)))
     found: dict[str, Call] = {}
     with installed() as fake:
         judge = providers.judge_model(OFFLINE_JUDGE)
-        for where, compute in computes:
+        for where, compute in run_entries(loaded) + calibration_rows(loaded):
             for call in measured(compute, judge, fake):
                 found.setdefault(f"{where}: {call.label}", call)
     return found
 
 
-def test_the_requests_come_from_every_metric_the_harness_gates_on_and_calibrates(sent):
-    metrics = {key.split(":")[0] for key in sent}
-    gated = judging.gating_metrics(CRITERIA)
-    assert {f"run {judging.stage_of(m)}" for m in gated} <= metrics
-    assert {f"calibration {m}" for m in judging.calibrated_metrics(CRITERIA)} <= metrics
+def test_the_requests_are_those_of_every_metric_a_run_gates_on(sent):
+    asked = {key.split(":")[0] for key in sent}
+    assert {f"run {judging.stage_of(m)}" for m in judging.gating_metrics(CRITERIA)} <= asked
+
+
+def test_the_requests_are_those_of_every_metric_calibration_judges(sent):
+    asked = {key.split(":")[0] for key in sent}
+    assert {f"calibration {m}" for m in judging.calibrated_metrics(CRITERIA)} <= asked
 
 
 def test_a_criterion_asks_for_its_evaluation_steps_then_its_score(sent):

@@ -173,10 +173,10 @@ class Handler(BatchRoutes, QuietHandler):
 def serve(models: Iterable[str] = ("claude-haiku-4-5",), faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
           reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0,
           port: int = 0) -> Iterator[StandIn]:
-    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`. `faults[model][marker]` is the Fault that
-    model shows for requests whose last user text contains `marker`; `reject_keys` are API keys it refuses;
-    `roles` are the tool roles its rules model is told (default: the project's in the current folder); a message batch is
-    in progress for its first `batch_polls` gets."""
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`. `faults[model][marker]` is the
+    Fault that model shows for requests whose last user text contains `marker`; `reject_keys` are API keys it
+    refuses; `roles` are the tool roles its rules model is told (default: the project's in the current folder);
+    a message batch is in progress for its first `batch_polls` gets."""
     with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls), port) as standin:
         try:
             yield standin

@@ -227,9 +227,9 @@ def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed"
     """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models` (a name containing "embed" is an
     embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
     (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses; `roles`
-    are the tool roles its rules model is told (default: the project's in the current folder). A batch job stays PENDING
-    (as created) / RUNNING for its first `batch_polls` gets and at least `batch_seconds` after its creation;
-    the get after that runs it and answers its end state."""
+    are the tool roles its rules model is told (default: the project's in the current folder). A batch job
+    stays PENDING (as created) / RUNNING for its first `batch_polls` gets and at least `batch_seconds` after
+    its creation; the get after that runs it and answers its end state."""
     with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls,
                                       batch_seconds), port) as standin:
         yield standin

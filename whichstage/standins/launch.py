@@ -23,10 +23,9 @@ DUMMY_KEY = "stand-in"  # any key but a rejected one is taken
 
 @dataclass(frozen=True)
 class Provider:
-    """A stand-in: its module under whichstage.standins, the provider's name in messages, the variables its
-    clients read for the base URL and the key (None: it takes none), and the models it serves by DOCS_*
-    variable (an offline name where the provider has no such model)."""
-    module: str
+    """A stand-in (the module whichstage.standins.<its key in PROVIDERS>): the provider's name in messages, the
+    variables its clients read for the base URL and the key (None: it takes none), and the models it serves by
+    DOCS_* variable (an offline name where the provider has no such model)."""
     shown: str
     url_variable: str
     key_variable: Optional[str]
@@ -34,16 +33,16 @@ class Provider:
 
 
 PROVIDERS = {
-    "gemini": Provider("gemini", "Gemini", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY",
+    "gemini": Provider("Gemini", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_API_KEY",
                        {"DOCS_MODEL": "gemini-standin-chat", "DOCS_EMBEDDER": "gemini-standin-embed",
                         "DOCS_JUDGE": "gemini-standin-judge"}),
-    "openai": Provider("openai", "OpenAI", "OPENAI_BASE_URL", "OPENAI_API_KEY",
+    "openai": Provider("OpenAI", "OPENAI_BASE_URL", "OPENAI_API_KEY",
                        {"DOCS_MODEL": "openai:gpt-4.1-mini", "DOCS_EMBEDDER": "openai:text-embedding-3-small",
                         "DOCS_JUDGE": "openai:gpt-4.1-mini"}),
-    "anthropic": Provider("anthropic", "Anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
+    "anthropic": Provider("Anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY",
                           {"DOCS_MODEL": "anthropic:claude-haiku-4-5", "DOCS_EMBEDDER": "hash",  # no embeddings API
                            "DOCS_JUDGE": "anthropic:claude-haiku-4-5"}),
-    "ollama": Provider("ollama", "Ollama", "OLLAMA_HOST", None,
+    "ollama": Provider("Ollama", "OLLAMA_HOST", None,
                        {"DOCS_MODEL": "ollama:standin-chat", "DOCS_EMBEDDER": "ollama:standin-embed",
                         "DOCS_JUDGE": "ollama:standin-judge"}),
 }
@@ -64,7 +63,7 @@ def started(name: str, roles: Optional[dict] = None, project: Optional[Path] = N
     from whichstage.standins.ollama import bundled_roles
 
     provider = PROVIDERS[name]
-    serve = importlib.import_module(f"whichstage.standins.{provider.module}").serve
+    serve = importlib.import_module(f"whichstage.standins.{name}").serve
     roles = bundled_roles(project or Path.cwd()) if roles is None else roles
     with serve(models=served(provider), roles=roles, port=port) as standin:
         variables = {provider.url_variable: standin.url,
@@ -73,6 +72,7 @@ def started(name: str, roles: Optional[dict] = None, project: Optional[Path] = N
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """`whichstage standin ARGS`: its exit code (2 for bad input, 130 once stopped by Ctrl-C)."""
     parser = argparse.ArgumentParser(prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("provider", metavar="PROVIDER", help=f"one of {', '.join(PROVIDERS)}")
     parser.add_argument("--project", metavar="DIR", default=".", help="the project folder (default: the current one)")

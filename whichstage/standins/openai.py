@@ -164,11 +164,11 @@ class Handler(BatchRoutes, QuietHandler):
 def serve(models: Iterable[str] = MODELS, faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
           reject_keys: Iterable[str] = (), silent: Iterable[str] = (), roles: Optional[dict] = None,
           batch_polls: int = 0, port: int = 0) -> Iterator[StandIn]:
-    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`; `faults[model][marker]` is the Fault that
-    model shows for requests whose last user text (for embeddings, the last text embedded) contains `marker`;
-    `reject_keys` are API keys it refuses; the models in `silent` never answer; `roles` are the tool roles its
-    rules model is told (default: the project's in the current folder); a batch stays in_progress for its first `batch_polls`
-    gets."""
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`; `faults[model][marker]` is the
+    Fault that model shows for requests whose last user text (for embeddings, the last text embedded) contains
+    `marker`; `reject_keys` are API keys it refuses; the models in `silent` never answer; `roles` are the tool
+    roles its rules model is told (default: the project's in the current folder); a batch stays in_progress for
+    its first `batch_polls` gets."""
     standin = StandIn(models, faults or {}, reject_keys, silent, roles, batch_polls)
     try:
         with on_loopback(Handler, standin, port):
