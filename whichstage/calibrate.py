@@ -163,18 +163,23 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1
             "metrics": metrics, "gate_failed": failing, "errors": sum(r["verdict"] == "error" for r in rows)}
 
 
+def measurer(case: dict, own: dict[str, Criterion]):
+    """What judges one labelled row (a judging.Measure): its metric's, or its criterion's (`own`, by name)."""
+    from whichstage.judging import Measure
+
+    fields = (case["question"], case["answer"], case["reference"], case["context"])
+    found = own.get(case["metric"])
+    return Measure(case["metric"], *fields, case.get("expected_facts")) if found is None \
+        else criteria.CriterionMeasure(found, *fields)
+
+
 def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress,
            own: Optional[dict[str, Criterion]] = None) -> None:
     pool, judged_by, own = Pool(concurrency), judge_identity(tape.key["judge"]), own or {}
 
     def score(case: dict, name: str) -> None:
-        from whichstage.judging import Measure
-
-        fields = (case["question"], case["answer"], case["reference"], case["context"])
-        found = own.get(case["metric"])
-        measurer = (Measure(case["metric"], *fields, case.get("expected_facts")) if found is None
-                    else criteria.CriterionMeasure(found, *fields))
-        compute = lambda: measurer(judge())  # noqa: E731
+        measure = measurer(case, own)
+        compute = lambda: measure(judge())  # noqa: E731
         try:
             tape.get(name, deps_of(case, judged_by, own), lambda: with_retries(name, compute, progress.log))
         except CallFailed as e:

@@ -425,19 +425,6 @@ def test_an_unusable_answer_is_a_plain_error_after_one_attempt(at_standin, clien
     assert at_standin.count(marker=marker) - before == 1
 
 
-@pytest.mark.parametrize("schema, prompt, title", [
-    ({"title": "Claims", "properties": {"claims": {}}}, "", "Claims"),
-    ({"properties": {"truths": {}}}, "", "Truths"),
-    ({"properties": {"verdicts": {}}}, "", "Verdicts"),
-    ({"properties": {"reason": {}}}, "...\nContextual Recall Score:\n0.5\n...", "ContextualRecallScoreReason"),
-    ({"properties": {"reason": {}}}, "...\nAnswer Relevancy Score:\n1.0\n...", "AnswerRelevancyScoreReason"),
-])
-def test_the_standin_names_a_schema_by_its_title_else_by_its_properties_and_the_prompt(schema, prompt, title):
-    from whichstage.standins.gemini_wire import schema_title
-
-    assert schema_title(schema, prompt) == title
-
-
 # ---- Retry-After, wherever google-genai keeps it ------------------------------------------------------------
 
 def genai_error(status: int, headers: dict | None = None, body: dict | None = None):

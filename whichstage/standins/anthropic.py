@@ -2,8 +2,8 @@
 answered by the offline backends. Point the real clients at it with ANTHROPIC_BASE_URL.
 
 - `POST /v1/messages` with `output_config.format` (DeepEval's AnthropicModel asking for structured output): the
-  `lexical` judge's handlers, chosen by the schema's title (else its properties) and the prompt's labelled
-  sections, as the Gemini stand-in does; any other request (ChatAnthropic in `create_agent`): the `rules` chat
+  `lexical` judge, on the schema class the format names (judge_requests.py, shared by every stand-in); any
+  other request (ChatAnthropic in `create_agent`): the `rules` chat
   model, its tool calls sent as `tool_use` blocks and the agent's `tool_result` blocks read back as ToolMessages.
 - `GET /v1/models/ID`: the model's metadata (anthropic `models.retrieve`), 404 for a model it does not serve.
 
@@ -25,13 +25,12 @@ from urllib.parse import urlsplit
 
 from whichstage.offline import lexical_judge
 from whichstage.offline.models import RulesChatModel
-from whichstage.offline.words import words
 from whichstage.standins import gemini as gemini_standin, gemini_faults
-from whichstage.standins.gemini_wire import judge_text, schema_title
 from whichstage.standins.anthropic_batch import BatchRoutes
 from whichstage.standins.anthropic_wire import error_body, last_user_text, message, openai_tools, text_of, \
     to_langchain
-from whichstage.standins.ollama import QuietHandler, bundled_roles, judge_kind, on_loopback
+from whichstage.standins.judge_requests import answer
+from whichstage.standins.ollama import QuietHandler, bundled_roles, on_loopback
 
 KINDS = ("429", "500", "529", "hang", "refusal", "bad-json", "batch-expired")
 BATCH_PATH = re.compile(r"^/v1/messages/batches/(?P<id>[^/]+)(?P<results>/results)?$")
@@ -165,20 +164,20 @@ class Handler(BatchRoutes, QuietHandler):
     def judge(self, body: dict) -> dict:
         prompt = "\n".join(text_of(m.get("content")) for m in body.get("messages") or [])
         schema = body["output_config"]["format"].get("schema") or {}
-        kind = judge_kind(prompt, schema_title(schema, prompt))
-        text = judge_text(kind, lexical_judge.HANDLERS[kind](prompt))
+        text, tokens_in, tokens_out = answer(prompt, schema)
         return message(body["model"], next(self.server.standin.ids), [{"type": "text", "text": text}], "end_turn",
-                       (len(words(prompt)), len(words(text))))
+                       (tokens_in, tokens_out))
 
 
 @contextmanager
 def serve(models: Iterable[str] = ("claude-haiku-4-5",), faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
-          reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0) -> Iterator[StandIn]:
-    """Run a stand-in on a free port of 127.0.0.1 serving `models`. `faults[model][marker]` is the Fault that
-    model shows for requests whose last user text contains `marker`; `reject_keys` are API keys it refuses;
-    `roles` are the tool roles its rules model is told (default: the bundled example's); a message batch is
-    in progress for its first `batch_polls` gets."""
-    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls)) as standin:
+          reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0,
+          port: int = 0) -> Iterator[StandIn]:
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`. `faults[model][marker]` is the
+    Fault that model shows for requests whose last user text contains `marker`; `reject_keys` are API keys it
+    refuses; `roles` are the tool roles its rules model is told (default: the project's in the current folder);
+    a message batch is in progress for its first `batch_polls` gets."""
+    with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls), port) as standin:
         try:
             yield standin
         finally:

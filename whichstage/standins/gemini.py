@@ -5,9 +5,8 @@ offline backends. Point the real clients at it with GOOGLE_GEMINI_BASE_URL.
   model; its tool calls go out as `functionCall` parts and the agent's `functionResponse` parts come back in
   as LangChain ToolMessages.
 - `POST /v1/models/M:generateContent` asking for JSON (`generationConfig.responseMimeType` /
-  `responseSchema`, DeepEval's GeminiModel): the `lexical` judge's handlers, chosen by the schema's title
-  (else its property names) and the labelled sections of DeepEval's prompt, as ollama_standin does; never by
-  case content.
+  `responseSchema`, DeepEval's GeminiModel): the `lexical` judge, on the schema class the responseSchema
+  names (judge_requests.py, shared by every stand-in).
 - `POST :batchEmbedContents` / `:embedContent`: the `hash` embedder.
 - `GET /v1/models/M`: the model's metadata (google-genai `models.get`), 404 for a model it does not serve.
 - The Batch API (`:batchGenerateContent`, `GET` / `:cancel` / `DELETE` of `batches/ID`): gemini_batch.py.
@@ -35,9 +34,10 @@ from whichstage.offline.models import RulesChatModel
 from whichstage.offline.words import words
 from whichstage.standins.gemini_batch import BatchRoutes, Job
 from whichstage.standins.gemini_faults import Fault, Faults, http_fault, shaped
-from whichstage.standins.gemini_wire import error_body, judge_text, last_user_text, metadata, openai_tools, \
-    schema_title, texts_of, to_langchain
-from whichstage.standins.ollama import QuietHandler, RequestLog, bundled_roles, judge_kind, on_loopback
+from whichstage.standins.gemini_wire import error_body, last_user_text, metadata, openai_tools, texts_of, \
+    to_langchain
+from whichstage.standins.judge_requests import answer
+from whichstage.standins.ollama import QuietHandler, RequestLog, bundled_roles, on_loopback
 
 PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+)(?::(?P<method>\w+))?$")
 BATCH_PATH = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/batches/(?P<batch>[^/:]+)(?::(?P<method>\w+))?$")
@@ -213,24 +213,23 @@ class Handler(BatchRoutes, QuietHandler):
             return shaped(model, [], len(words(prompt)), 0, fault)
         config = body.get("generationConfig") or {}
         schema = config.get("responseSchema") or config.get("responseJsonSchema") or {}
-        kind = judge_kind(prompt, schema_title(schema, prompt))
-        text = judge_text(kind, lexical_judge.HANDLERS[kind](prompt))
+        text, tokens_in, tokens_out = answer(prompt, schema)
         if fault and fault.kind == "bad-json":
             text = text[: len(text) // 2]  # cut off mid-answer, as when a model stops early
-        return shaped(model, [{"text": text}], len(words(prompt)), len(words(text)), fault)
+        return shaped(model, [{"text": text}], tokens_in, tokens_out, fault)
 
 
 @contextmanager
 def serve(models: Iterable[str] = ("gemini-standin-chat", "gemini-standin-embed", "gemini-standin-judge"),
           faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
           reject_keys: Iterable[str] = (), roles: Optional[dict] = None, batch_polls: int = 0,
-          batch_seconds: float = 0.0) -> Iterator[StandIn]:
-    """Run a stand-in on a free port of 127.0.0.1 serving `models` (a name containing "embed" is an
+          batch_seconds: float = 0.0, port: int = 0) -> Iterator[StandIn]:
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models` (a name containing "embed" is an
     embedder). `faults[model][marker]` is the Fault that model shows for requests whose last user text
     (for embeddings, the last text embedded) contains `marker`; `reject_keys` are API keys it refuses; `roles`
-    are the tool roles its rules model is told (default: the bundled example's). A batch job stays PENDING
-    (as created) / RUNNING for its first `batch_polls` gets and at least `batch_seconds` after its creation;
-    the get after that runs it and answers its end state."""
+    are the tool roles its rules model is told (default: the project's in the current folder). A batch job
+    stays PENDING (as created) / RUNNING for its first `batch_polls` gets and at least `batch_seconds` after
+    its creation; the get after that runs it and answers its end state."""
     with on_loopback(Handler, StandIn(models, faults or {}, reject_keys, roles, batch_polls,
-                                      batch_seconds)) as standin:
+                                      batch_seconds), port) as standin:
         yield standin

@@ -1,19 +1,10 @@
 """Gemini's REST API as the stand-in speaks it: a generateContent request read as LangChain messages and
-tools for the offline backends, the schema a judge request asks for, and the bodies it answers (a model's
-metadata, usageMetadata, an error)."""
-import importlib
+tools for the offline backends, and the bodies it answers (a model's metadata, usageMetadata, an error)."""
 import json
 from typing import Any, Optional
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-# Without a schema title (a client may drop it), the one property DeepEval's schema has names the request.
-BY_PROPERTY = {"truths": "Truths", "claims": "Claims", "statements": "Statements", "verdicts": "Verdicts"}
-# A reason's schema has only `reason`: the prompt's score line says which metric asks.
-REASON_BY_SCORE = {"Faithfulness Score:": "FaithfulnessScoreReason",
-                   "Answer Relevancy Score:": "AnswerRelevancyScoreReason",
-                   "Contextual Recall Score:": "ContextualRecallScoreReason",
-                   "Contextual Precision Score:": "ContextualPrecisionScoreReason"}
 STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
           500: "INTERNAL", 503: "UNAVAILABLE"}
 
@@ -97,27 +88,6 @@ def openai_tools(body: dict) -> list[dict]:
     return [{"type": "function", "function": {"name": d["name"], "description": d.get("description", ""),
                                               "parameters": d.get("parameters") or {}}}
             for tool in body.get("tools") or [] for d in tool.get("functionDeclarations") or []]
-
-
-def schema_title(schema: dict, prompt: str) -> str:
-    """The schema DeepEval asked for: its title, else what its properties say."""
-    if schema.get("title"):
-        return schema["title"]
-    properties = set(schema.get("properties") or {})
-    if properties == {"reason"}:
-        found = [title for score, title in REASON_BY_SCORE.items() if score in prompt]
-        return found[-1] if found else ""
-    return next((BY_PROPERTY[p] for p in properties if p in BY_PROPERTY), "")
-
-
-def judge_text(kind: tuple[str, str], answer: dict) -> str:
-    """The answer as the lexical judge serialises it (DeepEval's own schema class, when importable), so the
-    word counts match the offline judge's."""
-    try:
-        schema = getattr(importlib.import_module(f"deepeval.metrics.{kind[0]}.schema"), kind[1])
-    except (ImportError, AttributeError):
-        return json.dumps(answer)
-    return schema.model_validate(answer).model_dump_json()
 
 
 def usage(prompt_tokens: int, answer_tokens: int) -> dict:

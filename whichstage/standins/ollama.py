@@ -1,7 +1,8 @@
 """A stand-in Ollama server on 127.0.0.1 for tests: the real Ollama HTTP API, answered by the offline backends.
 
 `/api/chat` with tools is answered by the `rules` chat model, `/api/chat` with a JSON-schema `format` (DeepEval's
-OllamaModel) by the `lexical` judge's handlers, `/api/embed` by the `hash` embedder. `serve()` starts it.
+OllamaModel) by the `lexical` judge on the schema class the format names (judge_requests.py, shared by every
+stand-in), `/api/embed` by the `hash` embedder. `serve()` starts it.
 """
 import json
 import threading
@@ -15,17 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from whichstage.offline import lexical_judge
 from whichstage.offline.hash_embedder import HashEmbeddings
 from whichstage.offline.models import RulesChatModel
-from whichstage.offline.words import words
-
-# The JSON schema DeepEval sends gives only its title; these titles name one metric's request outright.
-TITLED = {"Truths": "faithfulness", "Claims": "faithfulness", "FaithfulnessScoreReason": "faithfulness",
-          "Statements": "answer_relevancy", "AnswerRelevancyScoreReason": "answer_relevancy",
-          "ContextualRecallScoreReason": "contextual_recall",
-          "ContextualPrecisionScoreReason": "contextual_precision", "ReasonScore": "g_eval"}
-# Every metric titles its verdicts "Verdicts": the prompt's own labelled sections tell them apart.
-VERDICT_SECTIONS = {"\nClaims:": "faithfulness", "\nStatements:": "answer_relevancy",
-                    "\nExpected Output:": "contextual_recall", "\nExpected output:": "contextual_precision",
-                    "\nInput (JSON):": "facts"}
+from whichstage.standins import judge_requests
 
 
 class StandIn:
@@ -44,16 +35,6 @@ class StandIn:
 
     def known(self, name: str) -> bool:
         return name in self.models or f"{name}:latest" in self.models
-
-
-def judge_kind(prompt: str, title: str) -> tuple[str, str]:
-    """The lexical_judge.HANDLERS key for a DeepEval request, from its schema title and its prompt."""
-    if title in TITLED:
-        return TITLED[title], title
-    found = [metric for header, metric in VERDICT_SECTIONS.items() if header in prompt]
-    if title != "Verdicts" or len(found) != 1:
-        raise lexical_judge.UnknownRequest(f"no rule for a {title!r} request (sections: {found or 'none'})")
-    return found[0], title
 
 
 def to_langchain(messages: list[dict]) -> list[BaseMessage]:
@@ -186,10 +167,9 @@ class Handler(QuietHandler):
 
     def judge(self, request: dict) -> tuple[dict, int, int]:
         prompt = "\n".join(m.get("content") or "" for m in request["messages"])
-        schema = request["format"]
-        title = schema.get("title", "") if isinstance(schema, dict) else ""
-        answer = json.dumps(lexical_judge.HANDLERS[judge_kind(prompt, title)](prompt))
-        return {"role": "assistant", "content": answer}, len(words(prompt)), len(words(answer))
+        schema = request["format"] if isinstance(request["format"], dict) else {}  # "json": JSON with no schema
+        text, tokens_in, tokens_out = judge_requests.answer(prompt, schema)
+        return {"role": "assistant", "content": text}, tokens_in, tokens_out
 
 
 def bundled_roles(folder: Optional[Path] = None) -> dict:
@@ -203,19 +183,20 @@ def bundled_roles(folder: Optional[Path] = None) -> dict:
 
 @contextmanager
 def serve(models: Iterable[str] = ("standin-chat", "standin-embed", "standin-judge"),
-          fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None) -> Iterator[StandIn]:
-    """Run a stand-in on a free port of 127.0.0.1 serving `models`. /api/chat answers the HTTP status
+          fail: Mapping[str, int] | None = None, fail_if: str = "", roles: Optional[dict] = None,
+          port: int = 0) -> Iterator[StandIn]:
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`. /api/chat answers the HTTP status
     `fail[model]` (e.g. 500) for the models `fail` names, when their last user message contains `fail_if`.
-    `roles` are the tool roles its rules model is told (default: the bundled example's)."""
-    with on_loopback(Handler, StandIn(models, fail or {}, fail_if, roles)) as standin:
+    `roles` are the tool roles its rules model is told (default: the project's in the current folder)."""
+    with on_loopback(Handler, StandIn(models, fail or {}, fail_if, roles), port) as standin:
         yield standin
 
 
 @contextmanager
-def on_loopback(handler: type, standin: Any) -> Iterator[Any]:
-    """Serve `handler` on a free port of 127.0.0.1, with `standin` (given its `url`) as the server's state,
-    until the block ends. Shared by the stand-in servers."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def on_loopback(handler: type, standin: Any, port: int = 0) -> Iterator[Any]:
+    """Serve `handler` on `port` of 127.0.0.1 (0: a free one), with `standin` (given its `url`) as the server's
+    state, until the block ends. Shared by the stand-in servers."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     server.daemon_threads = True
     server.standin = standin  # type: ignore[attr-defined]
     standin.url = f"http://127.0.0.1:{server.server_address[1]}"

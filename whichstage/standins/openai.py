@@ -5,9 +5,8 @@ OPENAI_BASE_URL (http://127.0.0.1:PORT/v1).
 - `POST /v1/chat/completions` with tools: the `rules` chat model, its tool calls as `tool_calls` (arguments as
   JSON text), the agent's `tool` messages back as LangChain ToolMessages; `usage` carries the rules model's
   own counts, so tokens match an offline run.
-- `POST /v1/chat/completions` with a `response_format` (json_schema or json_object): the `lexical` judge's
-  handlers, chosen by the schema's name and the labelled sections of DeepEval's prompt (never by case content);
-  usage is the prompt's and the answer's word counts, as the offline judge counts them.
+- `POST /v1/chat/completions` with a `response_format` json_schema: the `lexical` judge, on the schema class
+  it names (judge_requests.py, shared by every stand-in); usage is the offline judge's word counts.
 - `POST /v1/embeddings`: the `hash` embedder, as floats or base64 float32 as asked.
 - `GET /v1/models/M`: the model (models.retrieve), 404 for a model it does not serve.
 - The Files and Batch APIs (`POST /v1/files`, `POST /v1/batches`, `GET /v1/batches/ID`,
@@ -29,9 +28,9 @@ from whichstage.offline.hash_embedder import HashEmbeddings
 from whichstage.offline.models import RulesChatModel
 from whichstage.offline.words import words
 from whichstage.standins.gemini_faults import Fault, Faults
-from whichstage.standins.gemini_wire import judge_text, schema_title
+from whichstage.standins.judge_requests import answer
 from whichstage.standins.openai_batch import BatchRoutes
-from whichstage.standins.ollama import QuietHandler, RequestLog, bundled_roles, judge_kind, on_loopback
+from whichstage.standins.ollama import QuietHandler, RequestLog, bundled_roles, on_loopback
 from whichstage.standins.openai_wire import MESSAGES, completion, embeddings, error_body, is_judge, \
     last_user_text, model_body, schema_of, text_of, to_langchain
 
@@ -157,23 +156,22 @@ class Handler(BatchRoutes, QuietHandler):
     def judge(self, model: str, body: dict) -> dict:
         prompt = "\n".join(text_of(m.get("content")) for m in body.get("messages") or [])
         name, schema = schema_of(body)
-        kind = judge_kind(prompt, schema_title({"title": name, **schema}, prompt))
-        text = judge_text(kind, lexical_judge.HANDLERS[kind](prompt))
-        return completion(model, text, [], len(words(prompt)), len(words(text)))
+        text, tokens_in, tokens_out = answer(prompt, {"title": name, **schema})
+        return completion(model, text, [], tokens_in, tokens_out)
 
 
 @contextmanager
 def serve(models: Iterable[str] = MODELS, faults: Optional[Mapping[str, Mapping[str, Fault]]] = None,
           reject_keys: Iterable[str] = (), silent: Iterable[str] = (), roles: Optional[dict] = None,
-          batch_polls: int = 0) -> Iterator[StandIn]:
-    """Run a stand-in on a free port of 127.0.0.1 serving `models`; `faults[model][marker]` is the Fault that
-    model shows for requests whose last user text (for embeddings, the last text embedded) contains `marker`;
-    `reject_keys` are API keys it refuses; the models in `silent` never answer; `roles` are the tool roles its
-    rules model is told (default: the bundled example's); a batch stays in_progress for its first `batch_polls`
-    gets."""
+          batch_polls: int = 0, port: int = 0) -> Iterator[StandIn]:
+    """Run a stand-in on `port` of 127.0.0.1 (0: a free one) serving `models`; `faults[model][marker]` is the
+    Fault that model shows for requests whose last user text (for embeddings, the last text embedded) contains
+    `marker`; `reject_keys` are API keys it refuses; the models in `silent` never answer; `roles` are the tool
+    roles its rules model is told (default: the project's in the current folder); a batch stays in_progress for
+    its first `batch_polls` gets."""
     standin = StandIn(models, faults or {}, reject_keys, silent, roles, batch_polls)
     try:
-        with on_loopback(Handler, standin):
+        with on_loopback(Handler, standin, port):
             standin.url += "/v1"
             yield standin
     finally:

@@ -19,10 +19,12 @@ class Call(NamedTuple):
       (the question itself on a run's first call, a tool's output after it);
     - embed: label "query" or "documents"; text the text (documents joined by blank lines);
     - judge: label "<metric>/<schema>", the request as the lexical judge reads it ("faithfulness/Claims",
-      "g_eval/ReasonScore" for a behaviour or a criterion, "facts/Verdicts"); text the prompt."""
+      "g_eval/ReasonScore" for a behaviour or a criterion, "facts/Verdicts"); text the prompt; schema the
+      schema class asked for (None elsewhere)."""
     kind: str
     label: str
     text: str
+    schema: Any = None
 
 
 def _chat_call(messages, *args, **kwargs) -> Call:
@@ -35,7 +37,7 @@ def _chat_call(messages, *args, **kwargs) -> Call:
 def _judge_call(prompt, schema=None, *args, **kwargs) -> Call:
     from whichstage.offline.lexical_judge import request_kind
 
-    return Call("judge", "/".join(request_kind(schema)) if schema is not None else "text", str(prompt))
+    return Call("judge", "/".join(request_kind(schema)) if schema is not None else "text", str(prompt), schema)
 
 
 # Per kind, the methods every call goes through (the async ones of the offline backends call these), and how
