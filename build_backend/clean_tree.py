@@ -26,7 +26,8 @@ LICENSE_FILES = ["LICEN[CS]E*", "COPYING*", "NOTICE*", "AUTHORS*"]
 
 
 def sources(root: Path) -> list[Path]:
-    """What the build reads: its configuration files, the readme and license files, the packages it finds."""
+    """What the build reads: its configuration files, the readme and license files, the packages it finds, and
+    this backend (an sdist holds it)."""
     config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     project = config.get("project", {})
     readme = project.get("readme")
@@ -34,7 +35,8 @@ def sources(root: Path) -> list[Path]:
     licenses = [p for pattern in project.get("license-files", LICENSE_FILES) for p in root.glob(pattern)]
     patterns = config.get("tool", {}).get("setuptools", {}).get("packages", {}).get("find", {}).get("include", [])
     packages = [p for p in root.iterdir() if p.is_dir() and any(Path(p.name).match(i) for i in patterns)]
-    return [root / n for n in named if n and (root / n).exists()] + licenses + packages
+    backend = [root / d for d in config.get("build-system", {}).get("backend-path", [])]
+    return [root / n for n in named if n and (root / n).exists()] + licenses + packages + backend
 
 
 @contextlib.contextmanager

@@ -60,3 +60,13 @@ def test_the_wheel_holds_what_setuptools_own_build_puts_in_it(built, tmp_path):
     config = config.replace(f'build-backend = "{backend["build-backend"]}"', 'build-backend = "setuptools.build_meta"')
     (plain / "pyproject.toml").write_text(config.replace("backend-path = ", "# backend-path = "))
     assert zipfile.ZipFile(built["wheel"]).namelist() == zipfile.ZipFile(wheel(plain, tmp_path / "out")).namelist()
+
+
+def test_the_sdist_it_builds_builds_the_same_wheel(built, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    hook = ("import sys; sys.path.insert(0, 'build_backend'); import clean_tree; "
+            f"print(clean_tree.build_sdist({str(tmp_path)!r}))")
+    name = subprocess.run([sys.executable, "-c", hook], cwd=built["folder"], env=env, capture_output=True,
+                          text=True, check=True).stdout.split()[-1]
+    again = wheel(tmp_path / name, tmp_path / "out")
+    assert zipfile.ZipFile(again).namelist() == zipfile.ZipFile(built["wheel"]).namelist()
