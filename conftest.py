@@ -47,6 +47,8 @@ def copy_files(source: Path, into: Path, patterns: tuple[str, ...]) -> None:
         for src in source.glob(pattern):
             if src.name.startswith("test_") or src.name == "conftest.py" or src.is_dir():  # runs/history: local
                 continue
+            if src.name.endswith(".gate.md"):  # a baseline check's summary: local, never committed (.gitignore)
+                continue
             dest = into / src.relative_to(source)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, dest)

@@ -84,7 +84,7 @@ def staleness(project, judge: str, report: dict) -> str:
     if project.calibration is None:
         return "the project names no calibration cases (evals.toml: calibration)"
     try:
-        cases = read(project.path(project.calibration), project.calibration)
+        cases = read(project.path(project.calibration, "calibration"), project.calibration)
     except InputError as e:
         return str(e)
     if sha(cases) != key.get("cases_sha"):

@@ -21,7 +21,7 @@ def read_pages(project: Project, validated) -> list[dict]:
         return []
     one_file = isinstance(spec, str) and spec.endswith(".json") and not glob.has_magic(spec)
     if one_file:
-        path = project.path(spec)
+        path = project.path(spec, "pages")
         pages = read(path, spec)
         validated.check(path, "Pages", {"pages": pages}, label=spec)
     else:
@@ -109,7 +109,7 @@ def read_records(project: Project) -> dict[str, dict]:
         if role.role != "lookup":
             continue
         if role.records not in by_file:
-            records = read(project.path(role.records), role.records)
+            records = read(project.path(role.records, f"tools.{name}.records"), role.records)
             if not isinstance(records, dict):
                 raise InputError(f"{role.records}: expected a JSON object of records by key")
             bad = next((k for k, v in records.items() if not isinstance(v, dict)), None)

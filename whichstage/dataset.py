@@ -195,7 +195,7 @@ def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict
 def load_calibration(project) -> dict:
     """The project's labelled calibration cases (evals.toml's `calibration`), validated."""
     validated, label = Validated(project.folder), project.calibration
-    path = project.path(label)
+    path = project.path(label, "calibration")
     cases = read(path, label)
     validated.check(path, "CalibrationSet", cases, label)
     unique_ids(label, cases["cases"], "cases")

@@ -26,7 +26,7 @@ def load_inputs(project: Project) -> Loaded:
     pages = read_pages(project, validated)
     records = read_records(project)
     described = agent.describe(project, pages, records)
-    cases = load_cases(project.path(project.cases), project.cases, {p["id"] for p in pages},
+    cases = load_cases(project.path(project.cases, "cases"), project.cases, {p["id"] for p in pages},
                        described.parameters(), project.retrievers(), validated)
     validated.save()
     return Loaded(project, cases, pages, records, described, own_checks.load(project))

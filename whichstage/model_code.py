@@ -12,7 +12,7 @@ from whichstage.redact import printable
 # An offline backend's code is its model: what it records changes when these files change.
 OFFLINE_SOURCES = {
     "rules": ("whichstage/offline/models.py", "whichstage/offline/references.py", "whichstage/offline/answers.py",
-              "whichstage/offline/actions.py", "whichstage/offline/words.py"),
+              "whichstage/offline/actions.py", "whichstage/offline/arguments.py", "whichstage/offline/words.py"),
     "hash": ("whichstage/offline/hash_embedder.py", "whichstage/offline/words.py"),
     "lexical": ("whichstage/offline/lexical_judge.py", "whichstage/offline/deepeval_prompts.py",
                 "whichstage/offline/rag_verdicts.py", "whichstage/offline/behaviour_scores.py",

@@ -69,9 +69,13 @@ class Project:
     def config(self) -> Path:
         return self.folder / CONFIG
 
-    def path(self, relative: str) -> Path:
-        """A file evals.toml names, refused when it is a link to a file outside the project folder."""
-        return inside(self.folder, self.folder / relative)
+    def path(self, relative: str, key: str) -> Path:
+        """The file evals.toml names at `key`, refused (naming the key) when it is missing, and when it is a link
+        to a file outside the project folder."""
+        path = inside(self.folder, self.folder / relative)
+        if not path.exists():
+            raise fail(key, f"{relative!r}: file not found in {self.folder}")
+        return path
 
     def module_file(self, spec: str, key: Optional[str] = None) -> Path:
         """The file of a 'module:function' spec's module inside the project folder; `key` names the spec's

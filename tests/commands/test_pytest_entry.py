@@ -1,6 +1,7 @@
 """The pytest entry (whichstage.testing and its plugin): a user's own suite replays a project made by `init` and
 recorded offline, one test per case, each failing at its first failing stage. Each runs pytest inside pytest."""
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -82,3 +83,52 @@ def test_the_plugin_says_it_is_loaded(pytester):
     pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
     pytester.runpytest(*PLUGIN).stdout.fnmatch_lines(["whichstage: project_cases() replays each project once per "
                                                       "session"])
+
+
+# ---- DeepEval's and LangSmith's pytest plugins: autoloaded wherever the harness is installed ------------------
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+# Autoloading on: pytest loads every other plugin (pytest-asyncio's default loop scope set, to keep it quiet).
+WITH_WHICHSTAGE = ("-p", "whichstage.testing.pytest_plugin", "-o", "asyncio_default_fixture_loop_scope=function")
+LOADED = """
+def test_loaded(request):
+    found = [n for n in ("deepeval", "langsmith_plugin") if request.config.pluginmanager.has_plugin(n)]
+    print("loaded:", " ".join(found) or "none")
+"""
+HINT = ("whichstage: DeepEval's and LangSmith's pytest plugins, autoloaded, cost seconds a run: unless your tests "
+        "use them, add -p no:deepeval -p no:langsmith_plugin to addopts (docs/testing.md)")
+
+
+def readme_pytest_config() -> str:
+    """The pytest configuration the README gives beside its pytest entry."""
+    blocks = re.findall(r"^```toml\n(.*?)^```", README.read_text(), re.S | re.M)
+    return next(b for b in blocks if "[tool.pytest.ini_options]" in b)
+
+
+def test_without_configuration_pytest_loads_deepevals_and_langsmiths_plugins(pytester):
+    pytester.makepyfile(test_plugins=LOADED)
+    pytester.runpytest(*WITH_WHICHSTAGE, "-s").stdout.fnmatch_lines(["*loaded: deepeval langsmith_plugin"])
+
+
+def test_the_readmes_pytest_configuration_skips_them(pytester):
+    pytester.makepyprojecttoml(readme_pytest_config())
+    pytester.makepyfile(test_plugins=LOADED)
+    pytester.runpytest(*WITH_WHICHSTAGE, "-s").stdout.fnmatch_lines(["*loaded: none"])
+
+
+def test_the_plugin_names_the_autoloaded_ones_and_how_to_skip_them(pytester):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    pytester.runpytest(*WITH_WHICHSTAGE).stdout.fnmatch_lines([HINT])
+
+
+def test_the_plugin_names_none_once_they_are_skipped(pytester):
+    pytester.makepyprojecttoml(readme_pytest_config())
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    assert "cost seconds a run" not in pytester.runpytest(*WITH_WHICHSTAGE).stdout.str()
+
+
+def test_the_plugin_does_not_name_one_a_run_asks_for(pytester):
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest(*WITH_WHICHSTAGE, "-p", "deepeval")
+    result.stdout.fnmatch_lines(["whichstage: LangSmith's pytest plugin, autoloaded, costs seconds a run: unless your "
+                                 "tests use it, add -p no:langsmith_plugin to addopts (docs/testing.md)"])

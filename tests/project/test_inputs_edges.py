@@ -144,6 +144,30 @@ def test_a_factory_module_that_links_outside_the_project_is_refused_naming_it(no
     assert err.startswith("evaluate.py: agent.py: a link to ") and "outside the project folder" in err
 
 
+# ---- a file evals.toml names that is not there ----------------------------------------------------------------
+
+MISSING = [
+    ('records = "orders.json"', 'records = "order.json"', "tools.get_order.records: 'order.json'"),
+    ('cases = "cases.json"', 'cases = "case.json"', "cases: 'case.json'"),
+    ('pages = "pages/*.md"', 'pages = "pages.json"', "pages: 'pages.json'"),
+]
+
+
+@pytest.mark.parametrize("old, new, said", MISSING, ids=[c[2].split(":")[0] for c in MISSING])
+def test_a_mistyped_path_is_refused_naming_its_key(notes, capsys, old, new, said):
+    edit(notes / "evals.toml", old, new)
+    err = refused(capsys, evaluate.main(["--project", "."]))
+    assert err == f"evaluate.py: evals.toml: {said}: file not found in {notes}\n"
+
+
+
+def test_a_mistyped_calibration_path_is_refused_naming_its_key(notes, capsys):
+    from whichstage import calibrate
+
+    edit(notes / "evals.toml", 'cases = "cases.json"', 'cases = "cases.json"\ncalibration = "labels.json"')
+    err = refused(capsys, calibrate.main(["--project", "."]))
+    assert err == f"calibrate.py: evals.toml: calibration: 'labels.json': file not found in {notes}\n"
+
 # ---- a `**` glob of pages ---------------------------------------------------------------------------------
 
 def test_a_project_of_all_its_markdown_replays_clean_after_a_live_run(tmp_path, monkeypatch, capsys):

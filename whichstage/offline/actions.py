@@ -10,15 +10,12 @@ its nouns ('bug #240 says ...') asks for nothing. Synonyms (issue, bug, ticket) 
 word of any one tool is built in.
 
 Its arguments come from the request's detail: the text after the request's colon (else after 'about',
-'regarding' or 'saying', else the whole message). A string argument named like an identifier (order_id,
-ticket_number) gets the first token carrying a digit, one with a letter or '#' first (ORD-1002, #212); one
-named like a heading (title, subject, summary) the detail's first sentence, cut to 80 characters; any other
-string the detail; a number the first standalone number. An identifier or a number not in the detail is
-looked for in the message.
+'regarding' or 'saying', else the whole message), each filled as arguments.py says.
 """
 import re
-from typing import Any, Optional
+from typing import Optional
 
+from whichstage.offline.arguments import argument, name_words
 from whichstage.offline.words import content, sentences, words
 
 # Nouns a person uses for the same kind of record (also the lookups' record nouns, whichstage/offline/references.py).
@@ -29,16 +26,6 @@ _CUE = re.compile(r"^\s*(?:(?:please|kindly|now|ok|okay|so)[\s,]+)*(?:(?:can|cou
 _QUESTION_OPENERS = frozenset("how what where when why which who whom whose is are does do did should can "
                               "could may might".split())
 _DETAIL_AFTER = re.compile(r"\b(?:about|regarding|saying)\b\s*", re.IGNORECASE)
-_HEADING_ARGS = frozenset("title subject summary headline name".split())
-_ID_ARGS = frozenset("id number num no nr code key ref reference".split())
-_ID_TOKEN = re.compile(r"(?<![\w.#-])(?!\d+\.\d)[A-Za-z0-9#][\w#/-]*\d[\w-]*")
-_NUMBER = re.compile(r"(?<![\w.#-])\d+(?:\.\d+)?(?![\w-]|\.\d)")
-TITLE_LENGTH = 80
-
-
-def name_words(name: str) -> list[str]:
-    """An identifier's words, lower-cased: file_bug_report -> file, bug, report; sendRefund -> send, refund."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name or "")]
 
 
 def with_synonyms(found: list[str]) -> str:
@@ -97,31 +84,10 @@ def detail(message: str, sentence: str) -> str:
     return sentence[after.end():].strip(" .!?") if after else message.strip()
 
 
-def shortened(text: str) -> str:
-    first = (sentences(text) or [text])[0].strip()
-    if len(first) <= TITLE_LENGTH:
-        return first.rstrip(".")
-    return first[:TITLE_LENGTH].rsplit(" ", 1)[0]
-
-
-def argument(name: str, kind: Optional[str], about: str, message: str) -> Any:
-    """One argument's value from the request's detail (see the module docstring), a number or an identifier
-    else from the whole message; None when none fits."""
-    named = set(name_words(name))
-    if kind in ("integer", "number"):
-        found = _NUMBER.search(about) or _NUMBER.search(message)
-        return None if found is None else (int(float(found.group(0))) if kind == "integer" else float(found.group(0)))
-    if kind not in ("string", None):
-        return None
-    if named & _ID_ARGS:
-        found = _ID_TOKEN.findall(about) + _ID_TOKEN.findall(message)
-        return next((t for t in found if re.search(r"[A-Za-z#]", t)), found[0] if found else None)
-    return shortened(about) if named & _HEADING_ARGS else about
-
-
 def requested_actions(message: str, tools: dict[str, dict]) -> list[dict]:
     """The action calls the message asks for, each once, in the tools' order; `tools` maps a bound tool with a
-    role to {"role", "description", "arguments": {name: JSON type}}."""
+    role to {"role", "description", "arguments": {name: JSON type}, "schemas": {name: JSON schema}} (a
+    lookup also "key" and "keys")."""
     calls = []
     for name, tool in tools.items():
         if tool["role"] != "action":
@@ -130,6 +96,8 @@ def requested_actions(message: str, tools: dict[str, dict]) -> list[dict]:
         if asking is None:
             continue
         about = detail(message, asking)
-        args = {arg: argument(arg, kind, about, message) for arg, kind in tool["arguments"].items()}
+        schemas = tool.get("schemas", {})
+        args = {arg: argument(arg, kind, schemas.get(arg, {}), about, message, tools)
+                for arg, kind in tool["arguments"].items()}
         calls.append({"name": name, "args": {k: v for k, v in args.items() if v is not None}})
     return calls

@@ -33,7 +33,8 @@ records a message refers to in references.py, how it answers in answers.py):
   page is never obeyed nor repeated, and no address from a page reaches the user unasked.
 - A message that asks in plain words for an action (a tool with role `action`, matched by the tool's own
   name and description) gets that action's call and nothing else, then relays what the action returned (in
-  evaluation: that it awaits the user's confirmation) as its reply (whichstage/offline/actions.py).
+  evaluation: that it awaits the user's confirmation) as its reply (whichstage/offline/actions.py; its
+  arguments, an identifier told apart by the tool's schema and lookups, by arguments.py).
 - It abstains when what it retrieved does not address the query: the chosen sentences together must hold
   at least half of the query's content words, and at least two of them when it has two or more (the
   product's own name, which every page carries, and asking words like 'tell' or 'explain' are not counted).
@@ -73,7 +74,8 @@ def tool_arguments(tool: dict) -> dict[str, Optional[str]]:
 
 def plan_tool_calls(question: str, tools: dict[str, dict]) -> list[dict]:
     """The rules policy (see the module docstring). `tools` maps each bound tool with a role to
-    {"role", "arguments": {name: JSON type}, and for a lookup "key" and "keys"}."""
+    {"role", "arguments": {name: JSON type}, "schemas": {name: JSON schema}, and for a lookup "key" and
+    "keys"}."""
     actions = requested_actions(question, tools)
     if actions:
         return actions  # asked to act: the proposal is the whole reply (whichstage/offline/actions.py)
@@ -149,6 +151,7 @@ class RulesChatModel(BaseChatModel):
         injected_latency()
         bound = {t["function"]["name"]: t for t in kwargs.get("tools", [])}
         tools = {name: {**self.roles[name], "arguments": tool_arguments(tool),
+                        "schemas": tool["function"].get("parameters", {}).get("properties", {}),
                         "description": tool["function"].get("description", "")}
                  for name, tool in bound.items() if name in self.roles}
         last_human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))

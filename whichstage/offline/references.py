@@ -4,7 +4,8 @@ nouns, or a bare '#N'), never a quantity or a version."""
 import re
 from typing import Any
 
-from whichstage.offline.actions import SYNONYMS, name_words
+from whichstage.offline.actions import SYNONYMS
+from whichstage.offline.arguments import name_words
 from whichstage.offline.words import content
 
 # A number introduced as a reference to a record: after one of the record's nouns ('ride 9999', 'ride #9999',
