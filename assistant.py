@@ -83,8 +83,8 @@ def rank(query: str, embeddings, pages: list) -> list[str]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    """`python assistant.py [--project DIR] "question"`: one trace of a project's agent (whichstage/ask.py)."""
-    from whichstage import ask
+    """`python assistant.py [--project DIR] "question"`: one trace of a project's agent (whichstage/cli/ask.py)."""
+    from whichstage.cli import ask
 
     return ask.main(argv, description="Run a project's agent once on a question and print its trace as JSON.")
 

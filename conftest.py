@@ -74,8 +74,9 @@ def evaluate_at(project: Path, standin, env: dict, *args: str) -> tuple[int, str
     import io
     from contextlib import redirect_stderr, redirect_stdout
 
-    from whichstage import evaluate, live_calls
-    from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+    from whichstage.cli import run as evaluate
+    from whichstage.calls import retries as live_calls
+    from whichstage._util.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
 
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
@@ -252,7 +253,7 @@ def all_report(project: Path, models: dict) -> dict:
     DOCS_JUDGE), read from the project's runs/."""
     import json
 
-    from whichstage import run_files
+    from whichstage.run import files as run_files
 
     name = run_files.run_name("docs-assistant", *models.values())
     return json.loads((project / "runs" / f"{name}.all.json").read_text())
@@ -271,7 +272,7 @@ def client_call(client: str, model: str, marker: str) -> Callable[[], object]:
     about `marker` (a stand-in's fault marker): the call a test hands to live_calls.with_retries."""
     from deepeval.metrics.faithfulness.schema import Truths
 
-    from whichstage import providers
+    from whichstage.providers import build as providers
 
     text = f"Tell me about {marker}."
     if client == "chat":
@@ -311,16 +312,16 @@ def untimed(value):
 
 def load_project(folder: Path = PROJECT):
     """The project in `folder` (default: the bundled example) loaded as evaluate.py loads it: a
-    whichstage.inputs.Loaded with its cases, pages, records and the agent's tools."""
-    from whichstage import project
-    from whichstage.inputs import load_inputs
+    whichstage.run.inputs.Loaded with its cases, pages, records and the agent's tools."""
+    from whichstage.project import config as project
+    from whichstage.run.inputs import load_inputs
 
     return load_inputs(project.load(folder))
 
 
 def refusal(folder: Path) -> str:
     """The one-line InputError loading the project in `folder` raises (the test fails if it loads)."""
-    from whichstage.dataset import InputError
+    from whichstage.model.errors import InputError
 
     with pytest.raises(InputError) as caught:
         load_project(folder)
@@ -331,7 +332,7 @@ def refusal(folder: Path) -> str:
 
 def offline_inputs(folder: Path = PROJECT):
     """The project's entries.Inputs for the offline backends (rules, hash, lexical)."""
-    from whichstage.entries import Inputs
+    from whichstage.run.entries import Inputs
 
     return Inputs(load_project(folder), "rules", "hash", "lexical")
 
@@ -373,7 +374,7 @@ def sample_project(tmp_path: Path, monkeypatch) -> Path:
 
 def offline_here(project: Path, monkeypatch) -> Path:
     """evaluate.py, in this process, pointed at `project`, the offline backends selected, retries costing no time."""
-    from whichstage import live_calls
+    from whichstage.calls import retries as live_calls
 
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
     monkeypatch.chdir(project)
@@ -469,7 +470,7 @@ def recorded_init(folder: Path, edit: Callable[[Path, dict], None]) -> Path:
     cases)`, then recorded with --live and the offline backends."""
     import json
 
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     with pytest.MonkeyPatch.context() as patch:
         for name, value in OFFLINE.items():

@@ -13,15 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import judging
-from whichstage.cassette import Cassette, Mode, RecordingError, Stale
+from whichstage.judging import metrics as judging
+from whichstage.recording.store import Cassette, Mode, Stale
+from whichstage._util.files import RecordingError
 from conftest import OFFLINE, OFFLINE_RUN, copy_project, load_project, offline_inputs, own_package, untimed
-from whichstage.pipeline import evaluate
-from whichstage.recording import Live
-from whichstage.run_files import header
-from whichstage.report import markdown
-from whichstage.stages import argument_errors, as_declared, deepeval_disagrees, failure_reason, first_failure, retrieval_scores, \
-    tool_verdict
+from whichstage.run.pipeline import evaluate
+from whichstage.run.scheduler import Live
+from whichstage.run.files import header
+from whichstage.render.markdown import markdown
+from whichstage.scoring.tools import argument_errors, as_declared, deepeval_disagrees, tool_verdict
+from whichstage.render.row_view import failure_reason
+from whichstage.scoring.gating import first_failure
+from whichstage.scoring.retrieval import retrieval_scores
 
 HERE = Path(__file__).parent
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
@@ -109,8 +112,8 @@ def search_output(*pages: str) -> dict:
 
 def test_a_row_ranks_each_search_of_its_trace_on_its_own():
     """Through evaluate's own row: two searches, the expected page first in the second one."""
-    from whichstage import rows as module
-    from whichstage.cassette import ABSENT
+    from whichstage.run import rows as module
+    from whichstage.recording.store import ABSENT
 
     trace = {"answer": "a", "usage": {}, "agent_s": 0.1,
              "tool_calls": [{"name": "search_docs", "args": {"query": "q1"}},
@@ -192,7 +195,7 @@ def test_the_report_shows_the_harness_reason_where_deepeval_disagrees(judge):
     assert "missing tools" not in text
     assert "`twice` DeepEval 0.50, harness 1.00 (every expected call made: 2 calls to search_docs)." in text
     assert "`once` DeepEval" not in text  # both score 0.5: only the reasons differ, and the harness's is shown
-    from whichstage.html_report import html
+    from whichstage.render.html import html
 
     page = html(report_of(rows))
     assert "expected 2 calls to search_docs, got 1" in page and "every expected call made: 2 calls to" in page
@@ -207,7 +210,7 @@ def report_row(cid: str, made: list[dict], expected: list[str], judge) -> dict:
 
 
 def report_of(rows: list[dict]) -> dict:
-    from whichstage.stages import summarize
+    from whichstage.scoring.summary import summarize
 
     return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
             "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
@@ -395,7 +398,7 @@ def test_replay_reproduces_the_saved_report():
                       live=Live(judge=lambda: pytest.fail("a replay needs no judge")))
     assert report == json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert markdown(report) + "\n" == (HERE / "runs" / "docs-assistant+rules+hash+lexical.md").read_text()
-    from whichstage.html_report import html
+    from whichstage.render.html import html
 
     assert html(report) == (HERE / "runs" / "docs-assistant+rules+hash+lexical.html").read_text()
 
@@ -498,7 +501,7 @@ def test_split_holdout_reports_only_the_held_out_cases(here, capsys):
 
 
 def evaluate_main(*args: str) -> int:
-    from whichstage import evaluate as module
+    from whichstage.cli import run as module
     return module.main(list(args))
 
 
@@ -507,7 +510,7 @@ def two_replays(tmp_path_factory) -> list[tuple[int, list, bool]]:
     """Two replays, each in a child process of its own, of a fresh copy of the project: each one's exit code,
     the model libraries it imported, and whether it imported pydantic."""
     project = copy_project(tmp_path_factory.mktemp("two-replays"))
-    probe = ("import json, sys; from whichstage import evaluate; code = evaluate.main([]); "
+    probe = ("import json, sys; from whichstage.cli import run as evaluate; code = evaluate.main([]); "
              "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & "
              "{'deepeval', 'langchain', 'langchain_core', 'langgraph', 'google', 'ollama', 'openai', 'numpy', "
              "'anthropic', 'langchain_openai', 'langchain_anthropic', 'httpx2'}), 'pydantic' in sys.modules]))")
@@ -544,7 +547,7 @@ def test_inputs_refused_by_their_schemas_are_refused_on_every_run(here, capsys):
 
 
 def test_offline_live_rerecording_is_identical_but_for_timings(live_project):
-    from whichstage import calibrate
+    from whichstage.analysis import calibration as calibrate
     before = comparable(live_project)
     assert evaluate_main("--live", "--rerecord", "--quiet") == 0
     assert calibrate.main(["--live", "--rerecord", "--quiet"]) == 1  # the lexical judge fails its calibration
@@ -591,7 +594,7 @@ class Paid:
     """Every model call a live run makes, by entry: agent runs by question, judge metrics by stage."""
 
     def __init__(self, monkeypatch):
-        from whichstage import capture
+        from whichstage.agent import capture
         self.agent, self.judged, self.tools = [], [], []
         real_run, real_measure, real_tools = capture.run, judging.measure, judging.tool_scores
         monkeypatch.setattr(capture, "run", lambda agent, q, *history: self.agent.append(q) or real_run(agent, q, *history))
@@ -674,7 +677,7 @@ def test_another_judge_never_replaces_the_recording_of_this_one(live_project, mo
     monkeypatch.setenv("GEMINI_API_KEY", "")
     assert evaluate_main("--live", "--quiet") == 2  # no key: refused before any call
     assert snapshot(live_project) == before
-    from whichstage import run_files as module
+    from whichstage.run import files as module
     assert module.run_name(CASES_NAME, "rules", "hash", "gemini-judge") != OFFLINE_RUN
 
 
@@ -749,7 +752,7 @@ def test_the_offline_backends_name_no_case_and_no_page():
     ordinary words, and the small-talk classes rightly use them)."""
     cases = json.loads((HERE / "cases.json").read_text())["cases"]
     pages = json.loads((HERE / "docs.json").read_text())
-    from whichstage.model_code import OFFLINE_SOURCES
+    from whichstage.providers.backend_versions import OFFLINE_SOURCES
 
     code = "\n".join((HERE / name).read_text().lower() for name in sorted(set().union(*OFFLINE_SOURCES.values())))
     assert [p["id"] for p in pages if re.search(rf"[\"']{re.escape(p['id'].lower())}[\"']", code)] == []
@@ -807,7 +810,7 @@ def test_arguments_are_read_as_pydantic_reads_them_without_importing_it(kind):
     """stages.as_declared is written without pydantic so a replay stays light; it must agree with it."""
     from pydantic import TypeAdapter, ValidationError
 
-    from whichstage.stages import as_declared
+    from whichstage.scoring.tools import as_declared
 
     values = ["212", " 212 ", "212.0", "212.00", "2_12", "2__12", "_212", "1e3", "abc", "", "212.", "+5", "-3",
               "\u0661\u0662", "0x10", "212.5", 212, 212.0, 212.5, None, [], True, False, 3.0, "007"]

@@ -28,8 +28,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         copy_project(Path(folder))
         sys.path.insert(0, str(PROJECT))
-        from whichstage import evaluate
-        from whichstage import project
+        from whichstage.cli import run as evaluate
+        from whichstage.project import config as project
         from whichstage.offline import hash_embedder, lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
 
         loaded = evaluate.load_inputs(project.load(Path(folder)))

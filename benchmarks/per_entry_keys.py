@@ -20,8 +20,8 @@ EDITED = 500
 # Counts the agent runs and judge metrics a live run makes, then records as `evaluate.py --live` does.
 CHILD = """
 import sys, time
-from whichstage import evaluate
-from whichstage import capture, judging
+from whichstage.cli import run as evaluate
+from whichstage.agent.factory import capture, judging
 calls = {"agent": [], "judge": 0}
 run, measure = capture.run, judging.measure
 capture.run = lambda agent, q, *history: calls["agent"].append(q) or run(agent, q, *history)

@@ -17,9 +17,9 @@ SIZES = [int(a) for a in sys.argv[1:]] or [50, 500, 5000]
 CHILD = """
 import sys, time
 from whichstage.offline import hash_embedder, lexical_judge, models  # imports warmed before the clock starts
-from whichstage import evaluate
-from whichstage import project
-from whichstage.inputs import load_inputs
+from whichstage.cli import run as evaluate
+from whichstage.project.config import config as project
+from whichstage.run.inputs import load_inputs
 
 loaded = load_inputs(project.load(sys.argv[1]))
 start = time.perf_counter()
@@ -27,7 +27,7 @@ report, _, errors = evaluate.record(loaded, "rules", 4, True, True)
 took = time.perf_counter() - start
 assert not errors
 from pathlib import Path
-from whichstage.cassette import read_recording
+from whichstage.recording import read_recording
 recorded = sum(len(read_recording(p)["entries"]) for p in (Path(sys.argv[1]) / "recordings").glob("*.json"))
 print(f"{took:.3f} {recorded}")
 """

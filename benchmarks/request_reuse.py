@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from conftest import copy_project  # noqa: E402
 from tests.recording import test_request_reuse as reuse  # noqa: E402
-from whichstage.cassette.format import SECTION  # noqa: E402
+from whichstage.recording.format import SECTION  # noqa: E402
 
 
 def main() -> None:

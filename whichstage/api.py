@@ -4,17 +4,17 @@ A report is a plain dict that whichstage.Report describes (`Report.model_validat
 from pathlib import Path
 from typing import Optional, Union
 
-from whichstage.inputs import Loaded
-from whichstage.pool import DEFAULT_CONCURRENCY
+from whichstage.run.inputs import Loaded
+from whichstage.calls.pool import DEFAULT_CONCURRENCY
 
 Folder = Union[str, Path]
 
 
 def load_project(folder: Folder = ".") -> Loaded:
     """The project in `folder` (its evals.toml) with its cases, pages and records read and checked; bad input
-    raises whichstage.dataset.InputError, one line naming the file and the field."""
-    from whichstage import project
-    from whichstage.inputs import load_inputs
+    raises whichstage.project.validate.InputError, one line naming the file and the field."""
+    from whichstage.project import config as project
+    from whichstage.run.inputs import load_inputs
 
     return load_inputs(project.load(Path(folder)))
 
@@ -27,8 +27,8 @@ def loaded(project_or_folder: Union[Loaded, Folder]) -> Loaded:
 def replay(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev",
            model: Optional[str] = None) -> list[dict]:
     """The report of `split` ("dev", "holdout" or "all") of every recorded run (of `model` alone if given),
-    offline; a stale recording raises whichstage.cassette.RecordingError saying what changed."""
-    from whichstage import pipeline
+    offline; a stale recording raises whichstage.recording.RecordingError saying what changed."""
+    from whichstage.run import pipeline
 
     return pipeline.replay(loaded(project_or_folder), model, split)
 
@@ -37,8 +37,8 @@ def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
            concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> dict:
     """`--live`: call the models (`model` or DOCS_MODEL, DOCS_EMBEDDER, DOCS_JUDGE) for every entry missing or
     stale, save the recording once every call succeeded, and return the report of `split`."""
-    from whichstage import pipeline
-    from whichstage.providers import chat_model_name
+    from whichstage.run import pipeline
+    from whichstage.providers.names import chat_model_name
 
     report, _, _ = pipeline.record(loaded(project_or_folder), model or chat_model_name(), concurrency, rerecord,
                                    quiet, split)
@@ -48,7 +48,7 @@ def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
 def compare_runs(a: Union[dict, Folder], b: Union[dict, Folder]) -> dict:
     """What `whichstage compare A B` prints, as data: the cases B fixed, broke or moved, and the exact McNemar
     tests overall and per stage. `a` and `b` are reports (as replay returns them) or their JSON files."""
-    from whichstage import compare
+    from whichstage.analysis import compare
 
     reports = [given if isinstance(given, dict) else compare.load_report(str(given)) for given in (a, b)]
     return compare.comparison(*reports)
@@ -58,7 +58,8 @@ def calibrate_judge(project_or_folder: Union[Loaded, Folder] = ".", *, live: boo
                     concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> dict:
     """`whichstage calibrate`: the judge's agreement with the project's hand-labelled cases, per metric, as
     written to runs/calibration+<judge>.json (`live`: judge what is missing or stale first)."""
-    from whichstage import calibrate, project
+    from whichstage.analysis import calibration as calibrate
+    from whichstage.project import config as project
 
     found = project_or_folder.project if isinstance(project_or_folder, Loaded) else project.load(
         Path(project_or_folder))

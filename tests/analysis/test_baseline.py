@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from conftest import OFFLINE_RUN
-from whichstage import baseline
-from whichstage.baseline import BaselineError, check, from_report
+from whichstage.scoring.gating import first_failure
+from whichstage.scoring.summary import summarize
+from whichstage.analysis import baseline
+from whichstage.analysis.baseline import BaselineError, check, from_report
 
 HERE = Path(__file__).parents[2]
 BASELINE = "baselines/docs-assistant+rules+hash+lexical.json"
@@ -29,11 +31,11 @@ def with_row(report, case_id, **changes):
 
 
 def resummarize(report):
-    from whichstage import stages
+
 
     for r in report["rows"]:
-        r["first_failure"] = stages.first_failure(r)
-    report["summary"] = stages.summarize(report["rows"], report["k"])
+        r["first_failure"] = first_failure(r)
+    report["summary"] = summarize(report["rows"], report["k"])
     return report
 
 
@@ -76,7 +78,7 @@ def test_the_bundled_baseline_is_the_bundled_run():
 
 
 def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(live_project, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
     tmp_path = live_project
     docs = json.loads((tmp_path / "docs.json").read_text())
     for page in docs:  # a deliberate retrieval regression: the storage page loses its words
@@ -96,7 +98,7 @@ def test_cli_exits_1_when_a_change_regresses_and_2_when_measured_differently(liv
 
 
 def test_no_baseline_is_written_from_an_incomplete_run(sample_project, fake_models):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
     tmp_path = sample_project
 
     fake_models.fail(lambda call: call.label.startswith("facts/"), ValueError("not the JSON asked for"))  # a metric fails
@@ -124,7 +126,7 @@ def test_with_several_runs_the_baseline_picks_its_own_model():
 
 
 def test_a_baseline_of_another_split_says_which_split_to_run(here, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     baseline = f"baselines/{OFFLINE_RUN}.json"  # saved with --split all
     assert evaluate.main(["--check-baseline", baseline]) == 2

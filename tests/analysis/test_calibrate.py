@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import pytest
 
-from whichstage import calibrate
-from whichstage.calibrate import gate_failures, gating_metrics, per_metric, row, table, verdict
-from whichstage import agreement
-from whichstage.calibration_status import NOT_RECORDED, status
+from whichstage.analysis import calibration as calibrate
+from whichstage.analysis.calibration import gate_failures, gating_metrics, per_metric, row, table, verdict
+from whichstage.scoring import agreement
+from whichstage.run.calibration_status import NOT_RECORDED, status
 
 HERE = Path(__file__).parents[2]
 
@@ -182,7 +182,7 @@ def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_p
     import os
     import signal
 
-    from whichstage import calibrate
+    from whichstage.analysis import calibration as calibrate
 
     def cancel(call):
         os.kill(os.getpid(), signal.SIGTERM)  # what CI sends when a job is cancelled
@@ -194,7 +194,7 @@ def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_p
     assert signal.getsignal(signal.SIGTERM) == before  # the handler was put back
 
 
-# ---- whichstage/agreement.py: the table, raw agreement, base rate and Cohen's kappa, worked by hand ----------
+# ---- whichstage/scoring/agreement.py: the table, raw agreement, base rate and Cohen's kappa, worked by hand ----------
 
 def cells(pass_good=0, pass_defect=0, fail_good=0, fail_defect=0, unstable_good=0, unstable_defect=0):
     return agreement.counts([("pass", "good")] * pass_good + [("pass", "defect")] * pass_defect
@@ -283,7 +283,7 @@ def test_a_calibrated_metric_above_both_thresholds_has_no_failures():
     assert agreement.failures(cells(pass_good=9, fail_good=1, fail_defect=10)) == []
 
 
-# ---- whichstage/calibration_status.py: is this judge calibrated for this project? ---------------------------
+# ---- whichstage/run/calibration_status.py: is this judge calibrated for this project? ---------------------------
 
 def report_at(folder, rows, **key):
     path = folder / "runs" / "calibration+lexical.json"

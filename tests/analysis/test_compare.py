@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import compare, compare_diff
-from whichstage import evaluate
-from whichstage import console
-from whichstage import stages
-from whichstage import stats
+from whichstage.scoring.gating import first_failure
+from whichstage.model.stages import STAGES
+from whichstage.scoring.summary import summarize
+from whichstage.analysis import compare, compare_diff
+from whichstage.cli import run as evaluate
+from whichstage._util import console
+
+from whichstage._util import stats
 from conftest import copy_project
 
 HERE = Path(__file__).parents[2]
@@ -203,7 +206,7 @@ def test_a_json_file_that_is_not_a_report_exits_2_naming_it(capsys):
 
 # ---- a report of the wrong shape: one line naming the file and the field, never a traceback -------------
 
-VALID_FIRST_FAILURES = ", ".join([*stages.STAGES, "error"])
+VALID_FIRST_FAILURES = ", ".join([*STAGES, "error"])
 
 
 def refused(capsys, a: str, b: str, *extra: str) -> str:
@@ -369,7 +372,7 @@ def test_an_empty_html_path_is_refused(capsys, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-# ---- stdout that cannot take the text: whichstage.console --------------------------------------------------
+# ---- stdout that cannot take the text: whichstage._util.console --------------------------------------------------
 
 def compare_process(stdout, *reports: Path) -> subprocess.CompletedProcess:
     """`python compare.py A B` in the repository, its stdout on `stdout`."""
@@ -497,21 +500,21 @@ def rows_passing(passed: int, total: int) -> list[dict]:
                  "wrong_args": [], "pass": i < passed}
         row = {"id": f"c{i}", "question": "q", "answer": "a", "calls": [], "tool_calls": [], "retrieved": [],
                "tools": tools, "retrieval": None, "behaviour": None, "judged": {}, "category": "smalltalk"}
-        rows.append({**row, "first_failure": stages.first_failure(row)})
+        rows.append({**row, "first_failure": first_failure(row)})
     return rows
 
 
 def report_of(rows: list[dict]) -> dict:
     key = {"cases": "c@1", "cases_sha": "0", "model": "m", "embedder": "e", "judge": "j", "k": 3,
            "strict_faithfulness": True}
-    return {"key": key, "k": 3, "threshold": 0.7, "split": "dev", "rows": rows, "summary": stages.summarize(rows, 3)}
+    return {"key": key, "k": 3, "threshold": 0.7, "split": "dev", "rows": rows, "summary": summarize(rows, 3)}
 
 
 def test_every_report_prints_5_of_11_as_45_percent_and_8_of_9_from_57_percent():
     """The markdown report, the HTML page, compare.py's text and page, and the baseline gate's message."""
-    from whichstage import baseline
-    from whichstage.html_report import html
-    from whichstage.report import markdown
+    from whichstage.analysis import baseline
+    from whichstage.render.html import html
+    from whichstage.render.markdown import markdown
 
     for (passed, total), text in (((5, 11), "5/11 = 45% (95% CI 21%-72%)"), ((8, 9), "8/9 = 89% (95% CI 57%-98%)")):
         report = report_of(rows_passing(passed, total))
@@ -534,7 +537,7 @@ def failing_faithfulness(report: dict, case_ids: list[str], reason: str = "claim
     for case_id in case_ids:
         r = row(report, case_id)
         r["judged"]["faithfulness"].update(score=0.0, reason=reason)
-        r["first_failure"] = stages.first_failure(r)
+        r["first_failure"] = first_failure(r)
         assert r["first_failure"] == "faithfulness"
     return report
 
@@ -602,7 +605,7 @@ def test_per_stage_pairing_skips_errored_rows_and_unmeasured_stages(tmp_path):
     # measured in B only: retrieval fails there, but A never measured it, so the case is not paired for it
     row(before, "config-keys")["retrieval"] = None
     row(after, "config-keys")["retrieval"].update(recall=0.0, hit=False, missed=["config"])
-    row(after, "config-keys")["first_failure"] = stages.first_failure(row(after, "config-keys"))
+    row(after, "config-keys")["first_failure"] = first_failure(row(after, "config-keys"))
     # faithfulness: every measured case but the errored restore
     assert compare_diff.paired_test(before["rows"], after["rows"], "faithfulness") == \
         {"fixed": 0, "broken": 1, "paired": measured(bundled(), "faithfulness") - 1, "p": 1.0}
@@ -647,7 +650,7 @@ def test_html_page_has_a_row_per_stage_with_its_counts(capsys, tmp_path):
     out_path = tmp_path / "diff.html"
     compare.main([str(BUNDLED), saved(tmp_path, "b.json", after), "--html", str(out_path)])
     page = out_path.read_text()
-    for stage in ["overall", *stages.STAGES]:
+    for stage in ["overall", *STAGES]:
         assert f'<tr data-stage="{stage}">' in page
     faithfulness = page.split('<tr data-stage="faithfulness">')[1].split("</tr>")[0]
     paired = measured(bundled(), "faithfulness")

@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import recorded_init
-from whichstage import evaluate
-from whichstage.dataset import InputError
-from whichstage.gate import OVERALL, Tolerances, case_record, judge
-from whichstage.project import load
-from whichstage.stats import rate
+from whichstage.cli import run as evaluate
+from whichstage.model.errors import InputError
+from whichstage.analysis.gate import Tolerances, case_record, judge
+from whichstage.model.stages import OVERALL
+from whichstage.project.config import load
+from whichstage._util.stats import rate
 
 BASELINE = "baselines/b.json"
 
@@ -193,7 +194,7 @@ def test_a_tolerance_beyond_one_is_refused(tmp_path):
 
 
 def test_a_baseline_saved_before_per_case_gating_is_refused_with_what_to_do(tmp_path):
-    from whichstage import baseline
+    from whichstage.analysis import baseline
 
     old = {"measured_with": {}, "tolerance": 0.1, "pass_rate": {"passed": 1, "total": 1}, "stages": {},
            "retrieval": {}}

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import compare, evaluate, run_files
+from whichstage.analysis import compare
+from whichstage.cli import run as evaluate
+from whichstage.render import files as report_writing
 from conftest import E5_RUN, OFFLINE_RUN
 
 HERE = Path(__file__).parents[2]
@@ -48,7 +50,7 @@ def hash_run(here, monkeypatch) -> Path:
 @pytest.fixture
 def clock(monkeypatch) -> datetime:
     """The clock stopped at one second, so every run without a label is written in the same second."""
-    monkeypatch.setattr(run_files, "utc_now", lambda: NOON)
+    monkeypatch.setattr(report_writing, "utc_now", lambda: NOON)
     return NOON
 
 

@@ -43,7 +43,7 @@ def test_importing_the_package_imports_no_heavy_library_and_none_of_its_modules(
 
 
 def test_a_replay_returns_the_first_failures_the_command_reports(here):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     for saved in (here / "runs").glob("docs-assistant+*.json"):
         saved.unlink()  # the command's reports are written afresh below
@@ -57,7 +57,7 @@ def test_a_replay_returns_the_first_failures_the_command_reports(here):
 
 
 def test_a_run_in_this_process_leaves_the_garbage_collector_as_it_was(here):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     before = gc.get_threshold()
     assert evaluate.main(["--quiet"]) == 0

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 import assistant
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE_RUN, load_project
-from whichstage import ask
-from whichstage.dataset import ID_RULE
-from whichstage.trace import Unreadable
+from whichstage.cli import ask
+from whichstage.project.validate import ID_RULE
+from whichstage.agent.reading import Unreadable
 
 HERE = Path(__file__).parents[2]
 RESTORE = "How do I bring back a task I archived?"
@@ -99,7 +99,7 @@ def test_an_id_the_case_set_already_holds_is_refused_in_one_line(project, offlin
 
 
 def test_pages_the_harness_cannot_read_leave_the_case_without_expected_docs(project, offline, capsys, monkeypatch):
-    from whichstage.entries import Inputs
+    from whichstage.run.entries import Inputs
 
     def unreadable(self, trace):
         raise Unreadable("search_docs returned 'three pages', which the harness cannot read as pages")
@@ -114,7 +114,7 @@ def test_pages_the_harness_cannot_read_leave_the_case_without_expected_docs(proj
 
 def test_a_drafted_case_is_refused_on_load_until_its_reference_is_written(tmp_path):
     from conftest import copy_project, load_project
-    from whichstage.dataset import InputError
+    from whichstage.model.errors import InputError
 
     project = copy_project(tmp_path)
     cases = json.loads((project / "cases.json").read_text())

@@ -19,7 +19,7 @@ def test_a_folder_without_evals_toml_is_refused_in_one_line_naming_the_command(t
 
 
 def test_the_scripts_keep_their_own_names_in_messages(tmp_path, monkeypatch, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     monkeypatch.chdir(tmp_path)
     cli.main(["run"])
@@ -72,7 +72,7 @@ def test_help_to_an_unwritable_stdout_is_one_line(monkeypatch, capsys):
 
 
 def test_init_names_the_next_command_as_the_user_called_it(tmp_path, capsys):
-    from whichstage import init
+    from whichstage.cli import init
 
     assert cli.main(["init", str(tmp_path / "a")]) == 0
     assert "whichstage run --project " in capsys.readouterr().out

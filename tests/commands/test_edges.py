@@ -16,15 +16,17 @@ import pytest
 import yaml
 
 import assistant
-from whichstage import calibrate
-from whichstage import cassette
-from whichstage.cassette import files as cassette_files, journal as cassette_journal, lock as cassette_lock
-from whichstage import evaluate
-from whichstage import judging
-from whichstage import stages
+from whichstage.scoring.summary import summarize
+from whichstage.analysis import calibration as calibrate
+from whichstage import recording as cassette
+from whichstage._util import files as cassette_files
+from whichstage.recording import journal as cassette_journal, lock as cassette_lock
+from whichstage.cli import run as evaluate
+from whichstage.judging import metrics as judging
+
 from conftest import OFFLINE_RUN, SAMPLE, of_cases, untimed
-from whichstage.dataset import ID_RULE, PAGE_ID_RULE
-from whichstage.report import markdown
+from whichstage.project.validate import ID_RULE, PAGE_ID_RULE
+from whichstage.render.markdown import markdown
 
 HERE = Path(__file__).parents[2]
 OUTPUTS = ("recordings", "runs", "baselines")
@@ -95,7 +97,7 @@ def test_a_replay_with_non_ascii_text_runs_under_a_non_utf8_locale(sample_projec
     env, encoding = non_utf8_env(kind, tmp_path_factory.mktemp("locale"))
     done = subprocess.run([sys.executable, "evaluate.py"], cwd=project, env=env, capture_output=True, timeout=120)
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")
-    from whichstage.run_files import run_name
+    from whichstage.run.files import run_name
 
     name = run_name("docs-assistant — café", "rules", "hash", "lexical")  # an ASCII file name for any name
     assert name.isascii() and name.startswith("docs-assistant-caf-~")
@@ -248,7 +250,7 @@ def test_a_full_disk_exits_2_naming_the_file_and_leaves_nothing_half_written(her
     before = outputs(here)
     real_fdopen = os.fdopen
     monkeypatch.setattr(cassette_files.os, "fdopen", lambda fd, *a, **kw: FullDisk(real_fdopen(fd, *a, **kw)))
-    assert importlib.import_module(f"whichstage.{script}").main(args) == 2
+    assert importlib.import_module({"evaluate": "whichstage.cli.run", "calibrate": "whichstage.analysis.calibration", "compare": "whichstage.analysis.compare"}[script]).main(args) == 2
     out, err = capsys.readouterr()
     assert one_line(err) == f"{script}.py: {written}: cannot write: No space left on device"
     assert out == "" and outputs(here) == before
@@ -365,7 +367,7 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
 
 def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(sample_project,
                                                                                        monkeypatch, capsys):
-    from whichstage import capture
+    from whichstage.agent import capture
 
     real_run, runs = capture.run, []
 
@@ -394,7 +396,7 @@ def test_a_report_with_one_errored_case_says_case_and_is(capsys):
     for n, verb in [(1, "case errored and is"), (2, "cases errored and are")]:
         for row in report["rows"][:n]:
             row["first_failure"] = "error"
-        report["summary"] = stages.summarize(report["rows"], report["k"])
+        report["summary"] = summarize(report["rows"], report["k"])
         assert f" {n} {verb} not scored." in markdown(report)
 
 

@@ -1,4 +1,4 @@
-"""The package's shape: no import circle among its modules, and no module over 400 lines."""
+"""The package's shape: folders in layers that import only downwards, no import circle, no module over 400 lines."""
 import ast
 from pathlib import Path
 
@@ -74,8 +74,8 @@ def test_no_import_circle_in_the_package():
 
 
 def test_only_the_console_script_imports_the_run_command():
-    """whichstage/evaluate.py is the command line: the pipeline below it never reaches back up into it."""
-    assert {name for name, imports in import_graph().items() if "whichstage.evaluate" in imports} == \
+    """whichstage/cli/run.py is the command line: the pipeline below it never reaches back up into it."""
+    assert {name for name, imports in import_graph().items() if "whichstage.cli.run" in imports} == \
         {"whichstage.cli"}
 
 
@@ -89,8 +89,47 @@ def test_no_module_over_400_lines():
     assert not too_long(), f"over {MAX_LINES} lines: {too_long()}"
 
 
-def test_docs_layout_names_every_module_of_the_package():
-    layout = (PACKAGE.parent / "docs" / "layout.md").read_text()
-    unnamed = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
-               if p.name != "__init__.py" and f"`{p.name}`" not in layout and f"{p.parent.name}/{p.name}" not in layout]
-    assert not unnamed, f"docs/layout.md names no job for: {unnamed}"
+# The package's folders, each importing only from those before it (and from itself); the top-level modules
+# (__init__, __main__, api) may import any folder. standins/ (which `whichstage standin` starts) and testing/
+# are test tooling.
+LAYERS = ("_util", "model", "recording", "calls", "scoring", "judging", "offline", "providers", "project", "agent",
+          "run", "render", "analysis", "standins", "cli", "testing")
+
+
+def layer_of(module: str) -> str:
+    """The folder of a module of the package (whichstage.run.pipeline -> run); '' for a top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (PACKAGE / parts[1]).is_dir() else ""
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module that reaches a folder after its own, or a top-level module, as 'a -> b'."""
+    found = []
+    for module, imports in sorted(graph.items()):
+        own = layer_of(module)
+        if not own:
+            continue
+        for other in sorted(imports):
+            theirs = layer_of(other)
+            if theirs == own or other == "whichstage":
+                continue
+            if not theirs and own != "testing" or theirs and LAYERS.index(theirs) > LAYERS.index(own):
+                found.append(f"{module} -> {other}")
+    return found
+
+
+def test_every_folder_of_the_package_is_a_layer():
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == set(LAYERS)
+
+
+def test_an_import_that_reaches_up_a_layer_is_found():
+    graph = {"whichstage.model.report": {"whichstage.scoring.gating"}, "whichstage.scoring.gating": {"whichstage.model"},
+             "whichstage.cli.run": {"whichstage.api"}}
+    assert upward(graph) == ["whichstage.cli.run -> whichstage.api",
+                             "whichstage.model.report -> whichstage.scoring.gating"]
+
+
+def test_no_import_reaches_up_a_layer():
+    found = upward(import_graph())
+    assert not found, "imports that reach up a layer: " + "; ".join(found)

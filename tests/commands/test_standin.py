@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import OFFLINE
-from whichstage import ask, cli, evaluate
-from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+from whichstage.cli import ask, run as evaluate
+from whichstage import cli
+from whichstage._util.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
 from whichstage.standins import launch, openai  # noqa: F401 - imported here, so the child imports neither again
 
 HANG_GUARD_S = 60

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, PROJECT, load_project
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -132,7 +132,7 @@ def test_no_kind_of_tool_nor_a_tool_node_graph_executes_the_action(tmp_path, off
 
 def test_the_same_agent_outside_the_harness_does_execute_it(tmp_path, offline):
     """The control: the proof above is not vacuous, the tool does write its file when it is run."""
-    from whichstage import agent, capture
+    from whichstage.agent import factory as agent, capture
 
     folder = write_project(tmp_path / "notes")
     loaded = load_project(folder)
@@ -179,7 +179,7 @@ def test_the_rules_model_does_not_act_on_a_question_about_the_action(refunds):
 # ---- the parts, alone --------------------------------------------------------------------------------------
 
 def test_contains_matches_each_text_ignoring_case():
-    from whichstage import matching
+    from whichstage.scoring import matching
 
     rule = {"contains": ["Sync", "OFFLINE"]}
     assert matching.matches(rule, "sync crashes offline") and not matching.matches(rule, "sync crashes")
@@ -187,7 +187,7 @@ def test_contains_matches_each_text_ignoring_case():
 
 
 def test_a_bad_contains_rule_is_refused_listing_the_rule_shapes():
-    from whichstage import matching
+    from whichstage.scoring import matching
 
     assert matching.rule_error({"contains": "offline"})[0] == "contains"
     key, message = matching.rule_error({"contains": ["x"], "equals": "y"})
@@ -196,7 +196,7 @@ def test_a_bad_contains_rule_is_refused_listing_the_rule_shapes():
 
 
 def test_the_unasked_rule_holds_in_every_mode():
-    from whichstage.stages import tool_verdict
+    from whichstage.scoring.tools import tool_verdict
 
     calls = [{"name": "search", "args": {}}, {"name": "refund", "args": {"order": "A-1"}}]
     verdict = tool_verdict(calls, ["search"], {"score": 1.0, "reason": ""}, mode="superset", actions=["refund"])

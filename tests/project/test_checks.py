@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import compare
-from whichstage import evaluate
+from whichstage.analysis import compare
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, recorded_init
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -134,7 +134,7 @@ def test_a_check_that_raises_fails_the_behaviour_stage_naming_it_in_one_line(min
     (3, (False, "returned int 3, not True, None, False or a reason")),
 ])
 def test_what_a_check_returns_is_its_verdict(said, verdict):
-    from whichstage import checks
+    from whichstage.project import checks
 
     check = checks.Check("checks:any", lambda answer: said, ["answer"])
     found = checks.verdict(check, {"answer": "text"})
@@ -142,7 +142,7 @@ def test_what_a_check_returns_is_its_verdict(said, verdict):
 
 
 def test_a_check_gets_a_copy_and_cannot_change_what_the_other_stages_read():
-    from whichstage import checks
+    from whichstage.project import checks
 
     trace = {"answer": "a", "tool_calls": [{"name": "search_help", "args": {"query": "q"}}], "tool_outputs": []}
     mutate = checks.Check("checks:mutate", lambda trace: trace["tool_calls"].clear(), ["trace"])

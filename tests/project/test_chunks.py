@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, offline_inputs, refusal
-from whichstage.project import ToolRole
-from whichstage.trace import PageRuleError, Unreadable, read
+from whichstage.project.config import ToolRole
+from whichstage.agent.reading import PageRuleError, Unreadable, read
 
 # A search that ranks sentence chunks by the question's words (the best three that share two or more); `ID` and `EXTRA` say how a chunk is named.
 AGENT = '''import re

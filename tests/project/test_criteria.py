@@ -1,4 +1,4 @@
-"""A project's own judged criteria (evals.toml `[criteria.NAME]`, whichstage/criteria.py): each a GEval stage after
+"""A project's own judged criteria (evals.toml `[criteria.NAME]`, whichstage/project/criteria.py): each a GEval stage after
 the built-in ones, in every report format, in compare.py and the baseline; bad tables refused; each entry
 depending on its own rubric; calibrated by labelled rows. Every run is of a project made by `init`, through
 `--project`, as a user's would be, with the offline backends."""
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import calibrate
-from whichstage import compare
-from whichstage import evaluate
+from whichstage.analysis import calibration as calibrate
+from whichstage.analysis import compare
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -61,7 +61,7 @@ def edit(folder: Path, old: str, new: str) -> None:
 def offline(monkeypatch):
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
-    from whichstage import live_calls
+    from whichstage.calls import retries as live_calls
 
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
 
@@ -254,7 +254,7 @@ def test_a_labelled_row_naming_no_declared_criterion_is_refused(recorded, capsys
 
 
 def test_a_second_judge_is_compared_on_a_criterion_at_its_own_threshold():
-    from whichstage import judges
+    from whichstage.analysis import second_judge as judges
 
     def report(judge: str, score: float) -> dict:
         return {"key": {"judge": judge}, "rows": [{"id": "a", "criteria": {"polite": 0.5},
@@ -265,7 +265,7 @@ def test_a_second_judge_is_compared_on_a_criterion_at_its_own_threshold():
 
 
 def test_a_criterion_without_its_own_threshold_takes_the_projects(tmp_path):
-    from whichstage.project import load
+    from whichstage.project.config import load
 
     (tmp_path / "evals.toml").write_text('agent = "agent:build"\nthreshold = 0.8\n[thresholds]\nfaithfulness = 0.9\n'
                                          '[criteria.polite]\nrubric = "Thanks the user."\n'

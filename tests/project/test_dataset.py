@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_project, load_project, refusal
-from whichstage import dataset, project
-from whichstage.dataset import CACHE, InputError, load_calibration
+from whichstage.project import validate as dataset, config as project
+from whichstage.project.validate import CACHE, load_calibration
+from whichstage.model.errors import InputError
 
 HERE = Path(__file__).parents[2]
 
@@ -319,7 +320,7 @@ def test_the_schema_version_covers_the_models_their_loader_and_pydantic(monkeypa
         dataset.schema_version()
     finally:
         dataset.schema_version.cache_clear()
-    assert read == ["dataset.py", "inputs.py", "version.py"]
+    assert read == ["validate.py", "inputs.py", "version.py"]
 
 
 @pytest.mark.parametrize("damage", ["not json", "\xff\xfe", "[1, 2]", "{", "nested", "a folder", "a file"])

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE_RUN, copy_project, load_project, offline_inputs
-from whichstage import capture
-from whichstage.dataset import InputError
-from whichstage.entries import field_hashes, judge_input
+from whichstage.agent import capture
+from whichstage.model.errors import InputError
+from whichstage.run.entries import field_hashes, judge_input
 
 HISTORY = [{"role": "user", "content": "How do I archive a finished task?"},
            {"role": "assistant", "content": "Run tracker archive ID.",

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import cassette
-from whichstage import compare
-from whichstage import evaluate
+from whichstage import recording as cassette
+from whichstage.analysis import compare
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, load_project
 
 RUN = "acme-notes+rules+hash+lexical"
@@ -162,7 +162,7 @@ def test_a_mistyped_path_is_refused_naming_its_key(notes, capsys, old, new, said
 
 
 def test_a_mistyped_calibration_path_is_refused_naming_its_key(notes, capsys):
-    from whichstage import calibrate
+    from whichstage.analysis import calibration as calibrate
 
     edit(notes / "evals.toml", 'cases = "cases.json"', 'cases = "cases.json"\ncalibration = "labels.json"')
     err = refused(capsys, calibrate.main(["--project", "."]))
@@ -184,7 +184,7 @@ def test_a_project_of_all_its_markdown_replays_clean_after_a_live_run(tmp_path, 
 
 
 def test_a_glob_skips_environments_and_package_folders(notes):
-    from whichstage import project_files
+    from whichstage.project import paths as project_files
 
     for folder in ("venv/lib", "env2", "node_modules/x", "docs/__pycache__"):
         (notes / folder).mkdir(parents=True)
@@ -197,7 +197,7 @@ def test_a_glob_skips_environments_and_package_folders(notes):
 
 
 def test_a_glob_may_name_a_package_folder_it_means(notes):
-    from whichstage import project_files
+    from whichstage.project import paths as project_files
 
     (notes / "node_modules" / "x").mkdir(parents=True)
     (notes / "node_modules" / "x" / "README.md").write_text("# Named\n\nNamed by the pattern.\n")

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_project, load_project, refusal
-from whichstage import matching
+from whichstage.scoring import matching
 from whichstage.model import inputs
-from whichstage.dataset import InputError, check_stated
-from whichstage.stages import argument_errors, tool_verdict
+from whichstage.model.errors import InputError
+from whichstage.project.validate import check_stated
+from whichstage.scoring.tools import argument_errors, tool_verdict
 
 HERE = Path(__file__).parents[2]
 PERFECT = {"score": 1.0, "reason": ""}

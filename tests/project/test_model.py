@@ -1,6 +1,6 @@
 """The one typed model (whichstage/model/): the public names are its models, a report a replay writes passes
 it, a malformed one is refused in one line naming the field, and the replay's own checker of recorded values
-(whichstage/shapes.py, which may not import pydantic) refuses the same fields as the models."""
+(whichstage/model/replay_check.py, which may not import pydantic) refuses the same fields as the models."""
 import copy
 import json
 
@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 import whichstage
 from conftest import OFFLINE_RUN, PROJECT
-from whichstage import evaluate, shapes
+from whichstage.cli import run as evaluate
+from whichstage.model import replay_check as shapes
 from whichstage.model import inputs, report, trace
 
 RECORDING = PROJECT / "recordings" / f"{OFFLINE_RUN}.json"

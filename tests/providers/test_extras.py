@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import model_code, providers
+from whichstage.providers import backend_versions as model_code, build as providers
 
 
 @pytest.mark.parametrize("name, extra, package", [("gemini-2.5-flash", "gemini", "langchain-google-genai"),

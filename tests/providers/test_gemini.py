@@ -23,17 +23,18 @@ from typing import Optional
 import httpx
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from whichstage.standins import gemini as gemini_standin
-from whichstage import live_calls
-from whichstage import preflight, provider_settings, providers
-from whichstage import run_files
-from whichstage.agent import rules_roles
-from whichstage.providers import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
+from whichstage.calls import retries as live_calls
+from whichstage.providers import preflight, settings as provider_settings, build as providers
+from whichstage.run import files as run_files
+from whichstage.agent.factory import rules_roles
+from whichstage.providers.names import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
 from conftest import SAMPLE, client_call, comparable, copy_cases, load_project, serial_judge, recorded_calls
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
-from whichstage.live_calls import CallFailed, is_transient, retry_after, with_retries
+from whichstage.calls.retries import CallFailed, with_retries
+from whichstage.calls.errors import is_transient, retry_after
 from whichstage.offline.models import plan_tool_calls
 
 HERE = Path(__file__).parents[2]

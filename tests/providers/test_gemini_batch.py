@@ -15,7 +15,7 @@ from google import genai
 from google.genai import errors, types
 
 from conftest import in_child, serial_judge
-from whichstage import providers
+from whichstage.providers import build as providers
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini_faults import Fault
 

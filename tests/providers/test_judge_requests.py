@@ -19,13 +19,16 @@ from typing import Callable
 import pytest
 
 from conftest import copy_project, load_project, recorded_calls
-from whichstage import batch, calibrate, judging, providers
-from whichstage.dataset import load_calibration
-from whichstage.entries import Inputs, case_entries
-from whichstage.model_names import model_of, provider_of
+from whichstage.run import batch
+from whichstage.analysis import calibration as calibrate
+from whichstage.judging import metrics as judging
+from whichstage.providers import build as providers
+from whichstage.project.validate import load_calibration
+from whichstage.run.entries import Inputs, case_entries
+from whichstage.providers.names import model_of, provider_of
 from whichstage.offline.deepeval_prompts import UnknownRequest
 from whichstage.offline.lexical_judge import LexicalJudge, request_kind
-from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+from whichstage._util.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
 from whichstage.standins import judge_requests, launch
 from whichstage.testing.fakes import Call, installed
 

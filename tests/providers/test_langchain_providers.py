@@ -1,4 +1,4 @@
-"""Any other provider LangChain covers (whichstage/langchain_clients.py): the chat model is init_chat_model's for
+"""Any other provider LangChain covers (whichstage/providers/langchain.py): the chat model is init_chat_model's for
 the provider, with one attempt, a timeout and temperature 0; the judge is a DeepEval model over it that parses
 DeepEval's schema and carries the provider's token counts, the price unknown."""
 import json
@@ -7,7 +7,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from whichstage import langchain_clients, provider_settings, providers
+from whichstage.providers import langchain as langchain_clients, settings as provider_settings, build as providers
 
 
 def test_a_langchain_providers_chat_model_is_init_chat_models_with_one_attempt_and_a_timeout(monkeypatch):

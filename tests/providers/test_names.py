@@ -4,9 +4,9 @@ import socket
 
 import pytest
 
-from whichstage import model_names, providers
-from whichstage.model_names import FORMS, model_of, provider_of
-from whichstage.redact import HOSTED_KEY_VARIABLES, KEY_VARIABLES
+from whichstage.providers import names as model_names, build as providers
+from whichstage.providers.names import FORMS, model_of, provider_of
+from whichstage._util.redact import HOSTED_KEY_VARIABLES, KEY_VARIABLES
 
 
 def closed_port() -> int:
@@ -93,7 +93,7 @@ def test_a_langchain_provider_without_its_integration_names_the_package(no_setti
 
 
 def test_a_bare_name_like_another_providers_that_ollama_lacks_says_what_it_may_be(no_settings, monkeypatch):
-    from whichstage import preflight
+    from whichstage.providers import preflight
 
     monkeypatch.setattr(preflight, "ollama_models", lambda url: ["llama3.2:latest"])
     with pytest.raises(providers.ProviderError) as refused:

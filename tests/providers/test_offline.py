@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from conftest import load_project, offline_inputs
-from whichstage.agent import documents, rules_roles, tools_of
-from whichstage.capture import run
-from whichstage.judging import measure
+from whichstage.agent.factory import documents, rules_roles, tools_of
+from whichstage.agent.capture import run
+from whichstage.judging.metrics import measure
 from whichstage.offline import lexical_judge
 from whichstage.offline.lexical_judge import LexicalJudge
 from whichstage.offline.hash_embedder import HashEmbeddings
@@ -153,7 +153,7 @@ def test_a_question_the_docs_answer_still_gets_the_extractive_answer(agent):
 
 
 def test_a_planted_instruction_is_retrieved_but_never_repeated(agent):
-    from whichstage.trace import read
+    from whichstage.agent.reading import read
 
     trace = ask(agent, "How do I sync faster with my API token?")
     assert "user-tips" in read(trace, loaded().project.roles, {p["id"] for p in DOCS + [TIPS]})["retrieved"]
@@ -183,7 +183,7 @@ def test_the_agents_tools_take_the_parameters_scoring_reads_them_by(agent):
 
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from whichstage.stages import as_declared
+    from whichstage.scoring.tools import as_declared
     from whichstage.offline.models import tool_arguments
 
     tools = {tool.name: tool for tool in tools_of(agent)}

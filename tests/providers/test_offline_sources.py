@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from conftest import in_child
-from whichstage.model_code import OFFLINE_SOURCES
+from whichstage.providers.backend_versions import OFFLINE_SOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = {"rules": "whichstage.offline.models", "hash": "whichstage.offline.hash_embedder",

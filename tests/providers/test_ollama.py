@@ -23,8 +23,9 @@ from typing import Iterator, Mapping
 
 import pytest
 
-from whichstage import evaluate
-from whichstage import live_calls
+from whichstage.cli import run as evaluate
+from whichstage.calls import retries as live_calls
+from whichstage.calls.progress import Progress
 from whichstage.standins import ollama as ollama_standin
 from conftest import OFFLINE, SAMPLE, all_report, copy_cases, recorded_calls, serial_judge
 from whichstage.standins.ollama import StandIn, serve
@@ -332,11 +333,11 @@ class SlowStream:
 
 @pytest.mark.parametrize("logger", ["recording.Quiet", "live_calls.Progress"])
 def test_lines_logged_by_concurrent_calls_stay_whole(monkeypatch, logger):
-    from whichstage import recording
+    from whichstage.run import scheduler as recording
 
     stream = SlowStream()
     monkeypatch.setattr(sys, "stderr", stream)
-    log = recording.Quiet().log if logger == "recording.Quiet" else live_calls.Progress(1, "run").log
+    log = recording.Quiet().log if logger == "recording.Quiet" else Progress(1, "run").log
     lines = [f"error: agent/case-{i}: ResponseError: stand-in: forced HTTP 500 (status code: 500)" for i in range(40)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(log, lines))

@@ -19,9 +19,12 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, copy_project, serial_judge, used_tokens
-from whichstage import evaluate, live_calls, provider_settings, providers, run_files
-from whichstage.live_calls import CallFailed, with_retries
-from whichstage.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
+from whichstage.cli import run as evaluate
+from whichstage.calls import retries as live_calls
+from whichstage.providers import settings as provider_settings, build as providers
+from whichstage.run import files as run_files
+from whichstage.calls.retries import CallFailed, with_retries
+from whichstage._util.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
 from whichstage.standins import openai as openai_standin
 from whichstage.standins.gemini_faults import Fault
 
@@ -135,7 +138,7 @@ def test_a_rerun_of_stale_entries_is_served_every_unchanged_request_through_the_
 
 def test_a_replay_of_the_openai_recording_imports_no_provider_library(full_run):
     done, _ = full_run
-    probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
+    probe = ("import sys; from whichstage.cli import run as evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:])))")
     env = {k: v for k, v in __import__("os").environ.items() if k not in (*NAMES, "OPENAI_API_KEY")}
     replayed = subprocess.run([sys.executable, "-c", probe, *sorted(PROVIDER_LIBRARIES)], cwd=done.project,
@@ -249,7 +252,7 @@ def test_an_unknown_model_is_named_with_the_servers_words(refusing, standin):
 def test_the_plan_prices_a_provider_qualified_model_from_its_providers_table(name, table):
     from deepeval.models.llms import constants
 
-    from whichstage import plan
+    from whichstage.run import plan
 
     data = getattr(constants, table).get(name.partition(":")[2])
     assert plan.price(name) == (data.input_price, data.output_price) and data.input_price > 0
@@ -270,7 +273,7 @@ def test_no_key_password_or_query_of_the_openai_settings_reaches_the_line(refusi
     ("OPENAI_BASE_URL", "http://user:CANARY-PASS@127.0.0.1:9/v1", "CANARY-PASS"),
     ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/?token=CANARY-QUERY", "CANARY-QUERY")])
 def test_a_servers_text_echoing_a_providers_secret_is_scrubbed(monkeypatch, variable, value, secret):
-    from whichstage.redact import outside_text
+    from whichstage._util.redact import outside_text
 
     monkeypatch.setenv(variable, value)
     assert outside_text(f"refused: {secret} was given") == "refused: *** was given"

@@ -15,10 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from whichstage import calibrate
-from whichstage import evaluate
+from whichstage.analysis import calibration as calibrate
+from whichstage.cli import run as evaluate
 from conftest import serial_judge
-from whichstage import providers, run_files
+from whichstage.providers import build as providers
+from whichstage.run import files as run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
 from whichstage.standins.ollama import on_loopback

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from test_request_reuse import EDITS, RUN, logging_standin, recorded_requests, run, some_cases
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,14 @@ import os
 
 import pytest
 
-from whichstage import evaluate
-from whichstage.cassette import Cassette, Mode, RecordingError
-from whichstage.cassette.lock import hold
+from whichstage.cli import run as evaluate
+from whichstage.recording.store import Cassette, Mode
+from whichstage._util.files import RecordingError
+from whichstage.recording.lock import hold
 from conftest import OFFLINE_RUN, serial_judge
-from whichstage import capture, judging, providers
+from whichstage.agent import capture
+from whichstage.judging import metrics as judging
+from whichstage.providers import build as providers
 
 SECOND = "gemini-3.8-flash"
 REAL_MEASURE = judging.measure
@@ -99,7 +102,7 @@ def test_a_lock_held_elsewhere_as_an_older_portalocker_says_it_names_its_holder(
 
     import portalocker
 
-    from whichstage.cassette import lock
+    from whichstage.recording import lock
 
     path = tmp_path / "tape.json"
     holding = hold(path, "merge")
@@ -194,7 +197,7 @@ def test_the_plan_names_the_page_that_changed(live_project, capsys):
 
 
 def test_changed_parts_are_named_a_few_then_counted():
-    from whichstage.cassette import parts_changed
+    from whichstage.recording.store import parts_changed
 
     old = {"a": "1", "b": "2", "c": "3", "d": "4"}
     new = {"a": "1", "b": "9", "c": "8", "e": "5", "f": "6"}
@@ -204,8 +207,8 @@ def test_changed_parts_are_named_a_few_then_counted():
 
 def test_a_first_recording_says_it_wrote_the_pages_index_beside_its_entries(tmp_path, monkeypatch, capsys):
     from conftest import OFFLINE
-    from whichstage import evaluate, init
-    from whichstage.cassette import read_recording
+    from whichstage.cli import run as evaluate, init
+    from whichstage.recording.format import read_recording
 
     assert init.main([str(tmp_path / "p")]) == 0
     for name, value in OFFLINE.items():

@@ -17,7 +17,10 @@ from typing import Iterator
 import pytest
 
 from conftest import copy_project, serial_judge
-from whichstage import evaluate, live_calls, providers, run_files, stopping
+from whichstage.cli import run as evaluate
+from whichstage.calls import retries as live_calls, stopping
+from whichstage.providers import build as providers
+from whichstage.run import files as run_files
 from whichstage.standins import gemini as gemini_standin
 
 CASES = ["backup", "two-laptops", "issue-212", "thanks", "shell-alias"]
@@ -271,7 +274,7 @@ def plan_text(project: Path, standin) -> str:
 
 
 def test_a_request_asked_twice_at_once_is_sent_once_and_both_get_its_answer():
-    from whichstage.cassette.requests import Requests
+    from whichstage.recording.requests import Requests
 
     lines, sends, both_asked = [], [], threading.Barrier(2)
     requests = Requests({}, {}, True, lines.append)
@@ -305,6 +308,6 @@ def test_a_request_asked_twice_at_once_is_sent_once_and_both_get_its_answer():
                                         ("ladder/backup/vector", ""), ("abstain-fabricated/0", ""),
                                         ("abstain-fabricated/2", "#3")])
 def test_requests_are_keyed_apart_by_the_run_an_entry_repeats(entry, run):
-    from whichstage.cassette.requests import repeat_of
+    from whichstage.recording.requests import repeat_of
 
     assert repeat_of(entry) == run

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate, pipeline
-from whichstage.cassette import Cassette, Mode, write_atomic
+from whichstage.cli import run as evaluate
+from whichstage.run import pipeline
+from whichstage.recording.store import Cassette, Mode
+from whichstage._util.files import write_atomic
 from conftest import OFFLINE, OFFLINE_RUN, Forked, load_project
-from whichstage import capture
-from whichstage.entries import sha
-from whichstage.json_text import loads
-from whichstage.live_calls import Pool
+from whichstage.agent import capture
+from whichstage.run.entries import sha
+from whichstage._util.jsontext import loads
+from whichstage.calls.pool import Pool
 
 HERE = Path(__file__).parents[2]
 REAL_RUN = capture.run
@@ -181,7 +183,7 @@ def test_two_live_processes_never_both_pay(live_project, fake_models, capsys):
 
 
 def test_names_that_map_to_the_same_characters_get_files_of_their_own():
-    from whichstage.run_files import file_part, run_name
+    from whichstage.run.files import file_part, run_name
 
     assert file_part("m:1") != file_part("m-1") and file_part("m/1") != file_part("m:1")
     assert run_name("c", "m:1", "e", "j") != run_name("c", "m-1", "e", "j")
@@ -277,7 +279,7 @@ def test_a_call_that_lands_after_its_run_ended_journals_nothing(tmp_path):
 
 
 def test_a_signal_just_after_the_rename_leaves_the_file_written(tmp_path, monkeypatch):
-    from whichstage.cassette import files
+    from whichstage._util import files
 
     real = os.replace
 
@@ -294,7 +296,7 @@ def test_ctrl_c_during_start_up_imports_prints_one_line(project):
     probe = ("import builtins, runpy\n"
              "real = builtins.__import__\n"
              "def interrupted(name, *args, **kwargs):\n"
-             "    if name == 'whichstage.dataset':\n"
+             "    if name == 'whichstage.project.validate':\n"
              "        raise KeyboardInterrupt\n"
              "    return real(name, *args, **kwargs)\n"
              "builtins.__import__ = interrupted\n"
@@ -305,7 +307,7 @@ def test_ctrl_c_during_start_up_imports_prints_one_line(project):
 
 
 def test_sigterm_during_a_replay_does_not_say_to_run_live(here, monkeypatch, capsys):
-    from whichstage import html_report
+    from whichstage.render import html as html_report
 
     real = html_report.html_parts
 
@@ -404,7 +406,7 @@ def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, mo
 
 
 def test_a_hand_edited_calibration_score_is_refused(here, capsys):
-    from whichstage import calibrate
+    from whichstage.analysis import calibration as calibrate
 
     path = here / "recordings" / "calibration+lexical.json"
     data = json.loads(path.read_text())

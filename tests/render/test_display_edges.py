@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from whichstage import show
-from whichstage.dataset import InputError
-from whichstage.html_cases import pages as _pages
-from whichstage.project import tool_role
+from whichstage.render import case_text as show
+from whichstage.model.errors import InputError
+from whichstage.render.html_cases import pages as _pages
+from whichstage.project.config import tool_role
 
 CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
 

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import stages
-from whichstage.html_report import BAR_W, LABEL_W, html
-from whichstage.stats import rate, rate_text, wilson_interval
+from whichstage.scoring.gating import first_failure
+from whichstage.model.stages import STAGES, THRESHOLD
+from whichstage.scoring.summary import summarize
+from whichstage.render.html_figures import BAR_W, LABEL_W
+from whichstage.render.html import html
+from whichstage._util.stats import rate, rate_text, wilson_interval
 
 HERE = Path(__file__).parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -42,7 +45,7 @@ def row(case_id: str, recall: float = 1.0, faithfulness: float = 1.0) -> dict:
 
 def synthetic(*rows: dict) -> dict:
     return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3,
-            "threshold": stages.THRESHOLD, "rows": list(rows), "summary": stages.summarize(list(rows), 3)}
+            "threshold": THRESHOLD, "rows": list(rows), "summary": summarize(list(rows), 3)}
 
 
 class Page(HTMLParser):
@@ -200,9 +203,9 @@ class Svg(HTMLParser):
 def scored(*rows: dict) -> dict:
     """A report whose rows' first failures and summary are computed as evaluate.py computes them."""
     for r in rows:
-        r["first_failure"] = stages.first_failure(r)
+        r["first_failure"] = first_failure(r)
     report = synthetic(*rows)
-    report["summary"] = stages.summarize(list(rows), 3)
+    report["summary"] = summarize(list(rows), 3)
     return report
 
 
@@ -362,7 +365,7 @@ def test_chromium_draws_the_pictures_of_the_bundled_run(tmp_path):
     page.write_text(html(report), encoding="utf-8")
     dom = Svg(chromium(tmp_path, page, "--dump-dom").stdout)
     assert {s for s, *_ in dom.elements} == {"funnel", "stage-rates", "category-rates", "counterfactual"}
-    assert len(dom.find("funnel", "rect", "pass")) == len(stages.STAGES) + 1
+    assert len(dom.find("funnel", "rect", "pass")) == len(STAGES) + 1
     assert len(dom.find("stage-rates", "path", "whisker")) == 1 + len(report["summary"]["stages"])
     assert len(dom.find("category-rates", "path", "whisker")) == len(report["summary"]["categories"])
     shot = tmp_path / "pictures.png"

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import show
-from whichstage.gating import THRESHOLD, first_failure, gate_of, stage_order, stage_results, threshold_of, \
-    with_threshold
-from whichstage.project import SCALED
-from whichstage.report import markdown
-from whichstage.run_files import report_files
-from whichstage.run_summary import summarize
+from whichstage.render import case_text as show
+from whichstage.scoring.gating import first_failure, gate_of, stage_order, stage_results, threshold_of, with_threshold
+from whichstage.model.stages import THRESHOLD
+from whichstage.project.config import SCALED
+from whichstage.render.markdown import markdown
+from whichstage.render.files import report_files
+from whichstage.scoring.summary import summarize
 
 BUNDLED = json.loads((Path(__file__).parents[2] / "runs" / "docs-assistant+rules+hash+lexical.all.json")
                      .read_text())

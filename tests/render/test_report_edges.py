@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import console, gating, show, stages
-from whichstage.html_report import html
-from whichstage.report import markdown
+from whichstage.scoring.gating import first_failure
+from whichstage._util import console
+from whichstage.scoring import gating
+from whichstage.render import case_text as show
+from whichstage.render.html import html
+from whichstage.render.markdown import markdown
 
 HERE = Path(__file__).parents[2]
 BUNDLED = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
@@ -43,7 +46,7 @@ def rows_of(report: dict) -> dict:
 # ---- 10: control characters in names and page ids are shown escaped -----------------------------------
 
 def test_a_case_set_name_with_control_characters_reaches_no_terminal_or_report_raw(sample_project, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     edit(sample_project / "cases.json", lambda cases: cases.update(name=f"docs-{HOSTILE}"))
     assert evaluate.main(["--live", "--quiet"]) == 0
@@ -88,7 +91,7 @@ def hash_run(here, monkeypatch) -> Path:
 
 
 def test_case_naming_a_held_out_case_reports_it(hash_run, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     assert evaluate.main(["--case", "bug-240-week-start"]) == 0
     out = capsys.readouterr().out
@@ -96,14 +99,14 @@ def test_case_naming_a_held_out_case_reports_it(hash_run, capsys):
 
 
 def test_a_glob_matching_only_held_out_cases_reports_them(hash_run, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     assert evaluate.main(["--case", "android-*"]) == 0
     assert "\n| android-app | " in capsys.readouterr().out
 
 
 def test_a_glob_matching_dev_cases_too_keeps_the_held_out_ones_hidden(hash_run, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     assert evaluate.main(["--case", "*-*"]) == 0
     out = capsys.readouterr().out
@@ -111,7 +114,7 @@ def test_a_glob_matching_dev_cases_too_keeps_the_held_out_ones_hidden(hash_run, 
 
 
 def test_case_with_a_split_that_holds_none_of_the_named_cases_is_refused_in_one_line(hash_run, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     assert evaluate.main(["--case", "bug-240-week-start", "--split", "dev"]) == 2
     out, err = capsys.readouterr()
@@ -121,7 +124,7 @@ def test_case_with_a_split_that_holds_none_of_the_named_cases_is_refused_in_one_
 # ---- 15: each report opens with the run it is ------------------------------------------------------------
 
 def test_each_of_two_replayed_reports_opens_with_its_run(here, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     assert evaluate.main([]) == 0
     out = capsys.readouterr().out
@@ -134,7 +137,7 @@ def test_each_of_two_replayed_reports_opens_with_its_run(here, capsys):
 # ---- 16: the behaviour judgements read as gating -------------------------------------------------------
 
 def test_show_says_the_abstained_judgement_gates_behaviour(hash_run, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     assert evaluate.main(["--show", "max-tasks"]) == 0
     out = capsys.readouterr().out
@@ -217,13 +220,13 @@ def test_the_html_judges_at_the_scoring_threshold_not_a_constant(monkeypatch):
     del report["threshold"]
     row = rows_of(report)["backup"]
     row["judged"]["faithfulness"]["score"] = 0.8
-    assert stages.first_failure(row) == "faithfulness"
+    assert first_failure(row) == "faithfulness"
     page = html(report)
     assert Cells(page).table["backup"]["faithfulness"] == "fail" and "passes at 0.90 or more" in page
 
 
 def test_show_notes_a_threshold_against_the_report_s_own_not_the_constant(here, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     config = here / "evals.toml"
     config.write_text("threshold = 0.8\n" + config.read_text())  # a key before the first table

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from whichstage import report
-from whichstage.run_files import one_line
-from whichstage.report import markdown
+from whichstage.render import markdown as report
+from whichstage.render.files import one_line
+from whichstage.render.markdown import markdown
 
 HERE = Path(__file__).parents[2]
 BUNDLED = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE
 
 # A search that returns one chunk of each page in a fixed order, whatever the query: setup.md comes fourth.

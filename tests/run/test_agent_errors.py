@@ -4,7 +4,9 @@ from conftest import OFFLINE
 
 
 def test_a_factory_that_raises_in_a_live_run_ends_it_as_bad_input(tmp_path, monkeypatch, capsys):
-    from whichstage import cli, init, live_calls
+    from whichstage import cli
+    from whichstage.cli import init
+    from whichstage.calls import retries as live_calls
 
     project = tmp_path / "notes"
     assert init.main([str(project)]) == 0

@@ -1,5 +1,5 @@
 """`--live --batch` with an Anthropic judge: through the Message Batches of the Anthropic stand-in
-(whichstage/standins/anthropic.py) with the real anthropic client (whichstage/batch_anthropic.py): the same
+(whichstage/standins/anthropic.py) with the real anthropic client (whichstage/run/batch_anthropic.py): the same
 verdicts and tokens as an interactive run, at half the price, one batch per round, a batch that expires costing
 only its own entries, and a killed run that resumes polling its job without paying twice."""
 import asyncio
@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from conftest import all_report, copy_cases, live_all, evaluate_at, killed_once_submitted, serial_judge, verdicts
-from whichstage import batch, evaluate
-from whichstage.batch_anthropic import AnthropicBatches
-from whichstage.provider_settings import HOSTED
+from whichstage.run import batch
+from whichstage.cli import run as evaluate
+from whichstage.run.batch_anthropic import AnthropicBatches
+from whichstage.providers.settings import HOSTED
 from whichstage.standins import anthropic as anthropic_standin
 from whichstage.standins.anthropic import Fault
 

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import copy_cases, live_all, killed_once_submitted, serial_judge, verdicts
-from whichstage import batch, live_calls, providers, run_files
+from whichstage.run import batch, files as run_files
+from whichstage.calls import retries as live_calls
+from whichstage.providers import build as providers
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import Forked, serial_judge
-from whichstage import live_calls, providers, run_files
+from whichstage.calls import retries as live_calls
+from whichstage.providers import build as providers
+from whichstage.run import files as run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault

@@ -2,7 +2,7 @@
 calls are counted by kind and label, failed or answered as a test chooses."""
 import pytest
 
-from whichstage import providers
+from whichstage.providers import build as providers
 from whichstage.testing.fakes import Call, installed
 
 
@@ -13,7 +13,7 @@ def ask(chat, question: str) -> str:
 
 
 def test_every_kind_of_call_is_counted_by_its_label_and_still_answered(fake_models):
-    from whichstage.judging import measure
+    from whichstage.judging.metrics import measure
     from whichstage.offline.hash_embedder import HashEmbeddings
 
     chat, embedder = providers.chat_model("rules"), providers.embedder("hash")

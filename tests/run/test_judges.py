@@ -6,9 +6,12 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.render.markdown import second_judge_lines
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, copy_project, serial_judge
-from whichstage import judges, live_calls, providers
+from whichstage.analysis import second_judge as judges
+from whichstage.calls import retries as live_calls
+from whichstage.providers import build as providers
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
 
@@ -30,7 +33,7 @@ def test_two_judges_agreement_kappa_and_split_cases_by_stage():
     assert found["cases"] == 4 and found["agreement"] == 0.75
     assert found["kappa"] == pytest.approx(0.5)  # p_o 3/4, p_e 1/2
     assert found["split"] == [{"id": "c3", "first": 1.0, "second": 0.1}]
-    table = "\n".join(judges.lines(judges.compared(first, second)))
+    table = "\n".join(second_judge_lines(judges.compared(first, second)))
     assert "| faithfulness | 4 | 75% | 0.50 | c3 (1.00 / 0.10) |" in table
 
 

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
-from whichstage import live_calls
+from whichstage.cli import run as evaluate
+from whichstage.calls import retries as live_calls
 from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, Forked, of_cases, untimed
-from whichstage.live_calls import CallFailed, Progress, is_transient, with_retries
+from whichstage.calls.retries import CallFailed, with_retries
+from whichstage.calls.progress import Progress
+from whichstage.calls.errors import is_transient
 
 HERE = Path(__file__).parents[2]
 # The bundled report of the default (dev) split, which a live run without --split rewrites.
@@ -252,7 +254,7 @@ def test_a_killed_or_terminated_run_keeps_whole_entries_and_the_rerun_completes_
                                            (["--live", "--concurrency", "65"], "--concurrency must be from 1 to 64")])
 @pytest.mark.parametrize("script", ["evaluate", "calibrate"])
 def test_live_options_that_make_no_sense_are_refused(capsys, script, args, message):
-    module = importlib.import_module(f"whichstage.{script}")
+    module = importlib.import_module({"evaluate": "whichstage.cli.run", "calibrate": "whichstage.analysis.calibration", "compare": "whichstage.analysis.compare"}[script])
     with pytest.raises(SystemExit) as exited:
         module.main(args)
     assert exited.value.code == 2 and message in capsys.readouterr().err

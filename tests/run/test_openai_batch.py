@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_cases, live_all, evaluate_at, serial_judge, verdicts
-from whichstage import batch, evaluate
+from whichstage.run import batch
+from whichstage.cli import run as evaluate
 from whichstage.standins import openai as openai_standin
 from whichstage.standins.gemini_faults import Fault
 

@@ -9,7 +9,7 @@ def rows_alive() -> list[dict]:
 
 
 def test_a_run_restores_the_collector_only_after_its_rows_are_freed(here, monkeypatch):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
 
     gc.collect()
     earlier = rows_alive()  # another test's, in this process: held, so no row of the run takes their ids

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import evaluate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, of_cases, untimed
-from whichstage import capture, judging, ladder, selection
+from whichstage.agent import capture
+from whichstage.judging import metrics as judging
+from whichstage.run import ladder
+from whichstage.project import selection
 
 HERE = Path(__file__).parents[2]
 REAL = {"run": capture.run, "measure": judging.measure, "tool_scores": judging.tool_scores,
@@ -33,7 +36,7 @@ class Calls:
 
 def plan_counts(out: str) -> dict[str, int]:
     """'  judge metrics: 12 (not recorded: 8; ...)' -> {'judge metrics': 12, ...}"""
-    from whichstage.plan import KINDS
+    from whichstage.run.plan import KINDS
 
     found = {}
     for line in out.splitlines():

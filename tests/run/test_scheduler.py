@@ -1,4 +1,4 @@
-"""The live loop (whichstage/recording.py) as a plain scheduler: settings in, what it recorded out."""
+"""The live loop (whichstage/run/scheduler.py) as a plain scheduler: settings in, what it recorded out."""
 import json
 
 import pytest
@@ -7,10 +7,10 @@ from conftest import OFFLINE_RUN, offline_inputs
 
 
 def test_a_live_run_with_everything_current_calls_nothing_and_returns_every_row(live_project):
-    from whichstage import shapes
-    from whichstage.cassette import Cassette, Mode
-    from whichstage.recording import Live, collect
-    from whichstage.run_files import header
+    from whichstage.model import replay_check as shapes
+    from whichstage.recording.store import Cassette, Mode
+    from whichstage.run.scheduler import Live, collect
+    from whichstage.run.files import header
 
     inputs, path = offline_inputs(live_project), live_project / "recordings" / f"{OFFLINE_RUN}.json"
     cassette = Cassette(path, header(inputs.cases["name"], "rules", "hash", "lexical"), Mode.LIVE,

@@ -16,12 +16,13 @@ from typing import Iterator
 
 import pytest
 
-from whichstage import evaluate
-from whichstage import live_calls, providers
-from whichstage import pool as pool_module
-from whichstage.call_errors import is_transient
-from whichstage.pool import Pool
-from whichstage.stopping import SILENT_LIMIT, Stopped
+from whichstage.cli import run as evaluate
+from whichstage.calls import retries as live_calls
+from whichstage.providers import build as providers
+from whichstage.calls import pool as pool_module
+from whichstage.calls.errors import is_transient
+from whichstage.calls.pool import Pool
+from whichstage.calls.stopping import SILENT_LIMIT, Stopped
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
 from conftest import SAMPLE, copy_cases, serial_judge

@@ -2,7 +2,9 @@
 instructions ignored, each on a small hand-built row; and its place first in the first-failure order."""
 from typing import Optional
 
-from whichstage.stages import STAGES, behaviour_verdict, first_failure, stage_results
+from whichstage.scoring.gating import first_failure, stage_results
+from whichstage.model.stages import STAGES
+from whichstage.scoring.behaviour import behaviour_verdict
 
 
 def judged(**scores) -> dict:

@@ -1,9 +1,10 @@
 """A retrieval failure's reason where k cuts a search (stage_view.retrieval_reason, the one wording every
 renderer reads): a missed page some search returned below k says where it ranked, over documents; one no
 search returned says so; where no search was cut, or the row predates rows holding k, the reason is as before."""
-from whichstage.project import ToolRole
-from whichstage.stages import failure_reason, retrieval_scores
-from whichstage.trace import read
+from whichstage.project.config import ToolRole
+from whichstage.render.row_view import failure_reason
+from whichstage.scoring.retrieval import retrieval_scores
+from whichstage.agent.reading import read
 
 TOP = ["help/lights.md", "help/reset.md", "help/wifi.md"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import calibrate
-from whichstage import evaluate
+from whichstage.analysis import calibration as calibrate
+from whichstage.cli import run as evaluate
 from conftest import OFFLINE, OFFLINE_RUN, offline_inputs
 
 HERE = Path(__file__).parents[2]
@@ -47,7 +47,7 @@ def test_the_lexical_judge_reads_a_fact(fact, answer, stated):
 # ---- the verdict: one per fact, strict, a misaligned list an error --------------------------------------------
 
 def test_the_reason_names_the_missing_facts_and_the_score_is_strict():
-    from whichstage.facts import FactVerdict, outcome
+    from whichstage.judging.facts import FactVerdict, outcome
 
     score, reason, each = outcome(EXPIRY, [FactVerdict(reason="said", covered=True),
                                            FactVerdict(reason="not said", covered=False)])
@@ -56,7 +56,7 @@ def test_the_reason_names_the_missing_facts_and_the_score_is_strict():
 
 
 def test_a_verdict_list_of_another_length_is_a_judge_error_never_padded():
-    from whichstage.facts import FactVerdict, MisalignedVerdicts, outcome
+    from whichstage.judging.facts import FactVerdict, MisalignedVerdicts, outcome
 
     with pytest.raises(MisalignedVerdicts, match="1 fact verdicts for 2 expected facts"):
         outcome(EXPIRY, [FactVerdict(reason="said", covered=True)])
@@ -68,7 +68,7 @@ class OneVerdictJudge:
     def __new__(cls):
         from deepeval.models import DeepEvalBaseLLM
 
-        from whichstage.facts import Verdicts
+        from whichstage.judging.facts import Verdicts
 
         class Judge(DeepEvalBaseLLM):
             def load_model(self):
@@ -87,15 +87,15 @@ class OneVerdictJudge:
 
 
 def test_a_live_judge_returning_too_few_verdicts_fails_the_measurement():
-    from whichstage.facts import MisalignedVerdicts
-    from whichstage.judging import measure
+    from whichstage.judging.facts import MisalignedVerdicts
+    from whichstage.judging.metrics import measure
 
     with pytest.raises(MisalignedVerdicts):
         measure("facts", OneVerdictJudge(), "Do tokens expire?", "They do.", "ref", ["ctx"], EXPIRY)
 
 
 def test_the_recorded_verdict_keeps_each_facts_reason():
-    from whichstage.judging import measure
+    from whichstage.judging.metrics import measure
     from whichstage.offline.lexical_judge import LexicalJudge
 
     found = measure("facts", LexicalJudge(), "Do tokens expire?", "Tokens expire after 90 days.", "ref", ["ctx"],
@@ -137,7 +137,7 @@ def test_a_misaligned_verdict_list_makes_the_case_an_error_counted_apart(tmp_pat
 # ---- the stage ------------------------------------------------------------------------------------------------
 
 def test_facts_comes_after_answer_relevancy_and_the_seeds_five_keep_their_order():
-    from whichstage.stages import STAGES
+    from whichstage.model.stages import STAGES
 
     assert STAGES[STAGES.index("answer_relevancy") + 1] == "facts"
     assert [s for s in STAGES if s != "facts"] == ["behaviour", "tools", "retrieval", "faithfulness",
@@ -145,7 +145,8 @@ def test_facts_comes_after_answer_relevancy_and_the_seeds_five_keep_their_order(
 
 
 def test_a_missing_fact_is_the_first_failure_when_every_earlier_stage_passes():
-    from whichstage.stages import failure_reason, first_failure
+    from whichstage.render.row_view import failure_reason
+    from whichstage.scoring.gating import first_failure
 
     row = {"tools": {"pass": True}, "expected_behavior": "answer",
            "judged": {"answer_relevancy": {"score": 1.0}, "facts": {"score": 0.0, "reason": 'missing facts: ["x"]'}}}
@@ -154,14 +155,14 @@ def test_a_missing_fact_is_the_first_failure_when_every_earlier_stage_passes():
 
 
 def test_an_abstain_case_is_not_graded_on_facts_even_with_a_verdict():
-    from whichstage.stages import stage_results
+    from whichstage.scoring.gating import stage_results
 
     row = {"expected_behavior": "abstain", "judged": {"facts": {"score": 0.0}}}
     assert "facts" not in stage_results(row)
 
 
 def test_only_a_case_with_expected_facts_that_does_not_abstain_gets_a_facts_entry():
-    from whichstage.entries import case_entries
+    from whichstage.run.entries import case_entries
 
     inputs = offline_inputs()
     trace = {"answer": "Tokens expire after 90 days.", "tool_calls": [], "tool_outputs": []}
@@ -173,7 +174,7 @@ def test_only_a_case_with_expected_facts_that_does_not_abstain_gets_a_facts_entr
 
 
 def test_the_facts_entry_depends_on_the_answer_and_the_facts_only():
-    from whichstage.entries import case_entries
+    from whichstage.run.entries import case_entries
 
     inputs = offline_inputs()
     trace = {"answer": "Tokens expire after 90 days.", "tool_calls": [], "tool_outputs": []}
@@ -246,7 +247,7 @@ def test_the_markdown_and_html_reports_have_a_facts_column():
 
 
 def test_the_baseline_holds_the_facts_stage_to_its_tolerance():
-    from whichstage import baseline
+    from whichstage.analysis import baseline
 
     report = json.loads((HERE / "runs" / f"{OFFLINE_RUN}.all.json").read_text())
     saved = baseline.from_report(report)

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import compare
-from whichstage import baseline
-from whichstage.dataset import InputError
-from whichstage.project import load
+from whichstage.analysis import compare
+from whichstage.analysis import baseline
+from whichstage.model.errors import InputError
+from whichstage.project.config import load
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "runs" / "docs-assistant+rules+hash+lexical.all.json"
@@ -48,8 +48,8 @@ def test_a_project_threshold_moves_only_the_stages_scored_as_a_share(tmp_path):
 def test_calibration_measures_agreement_at_the_projects_thresholds_and_goes_stale_when_they_change(tmp_path, capsys):
     import shutil
 
-    from whichstage import calibrate
-    from whichstage import evaluate
+    from whichstage.analysis import calibration as calibrate
+    from whichstage.cli import run as evaluate
 
     project = tmp_path / "inverter"
     shutil.copytree(ROOT / "examples" / "inverter", project)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import ladder
-from whichstage.baseline import check, from_report
-from whichstage.cassette import ABSENT, Cassette, Mode
+from whichstage.run import ladder
+from whichstage.analysis.baseline import check, from_report
+from whichstage.recording.store import ABSENT, Cassette, Mode
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, SAMPLE, load_project, of_cases
-from whichstage.entries import Inputs, agent_entry
-from whichstage.run_files import header
+from whichstage.run.entries import Inputs, agent_entry
+from whichstage.run.files import header
 
 HERE = Path(__file__).parents[2]
 TAPE = HERE / "recordings" / f"{OFFLINE_RUN}.json"
@@ -141,7 +141,7 @@ def test_a_tokenisation_change_makes_only_the_keyword_rankings_stale(monkeypatch
 
 def test_a_live_run_builds_each_ranker_once_and_retries_a_ranking_like_any_paid_call(sample_project,
                                                                                       monkeypatch, capsys):
-    from whichstage import evaluate
+    from whichstage.cli import run as evaluate
     built, failed = [], []
     real_ranker, real_keyword = ladder.project_ranker, ladder.keyword_index
 
@@ -187,11 +187,11 @@ def test_the_bundled_reports_carry_the_ladder():
 
 
 def test_a_replay_imports_no_numpy_bm25s_or_langchain(project):
-    probe = ("import sys; from whichstage import evaluate; code = evaluate.main(['--split', 'all']); "
+    probe = ("import sys; from whichstage.cli import run as evaluate; code = evaluate.main(['--split', 'all']); "
              "print(code, sorted({m.split('.')[0] for m in sys.modules} & "
              "{'numpy', 'scipy', 'bm25s', 'langchain', 'langchain_core', 'deepeval'}))")
     clean = {k: v for k, v in os.environ.items() if k not in OFFLINE}
-    load_project(project)  # the first load of the agent's code reads its tools, and keeps them (whichstage/agent.py)
+    load_project(project)  # the first load of the agent's code reads its tools, and keeps them (whichstage/agent/factory.py)
     done = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, env=clean,
                           timeout=300)
     assert done.returncode == 0, done.stderr

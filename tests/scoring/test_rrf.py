@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from whichstage import ladder
+from whichstage.run import ladder
 
 
 def fraction_order(rankings: list[list[str]], k: int) -> list[str]:

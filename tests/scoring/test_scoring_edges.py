@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from whichstage import matching, stats
-from whichstage.ask import draft_case
-from whichstage.ladder import rung_scores
-from whichstage.stages import as_declared, carries, failure_reason, repeat_summary, retrieval_scores, summarize
+from whichstage.scoring import matching
+from whichstage._util import stats
+from whichstage.cli.ask import draft_case
+from whichstage.run.ladder import rung_scores
+from whichstage.scoring.tools import as_declared, carries
+from whichstage.render.row_view import failure_reason
+from whichstage.scoring.summary import repeat_summary, summarize
+from whichstage.scoring.retrieval import retrieval_scores
 
 HERE = Path(__file__).parents[2]
 
@@ -145,7 +149,7 @@ def test_mcnemar_equals_the_exact_fraction_at_thousands_of_changes(b, c):
 
 
 def test_mcnemar_at_20000_against_20089_changes_finishes_with_the_exact_value():
-    code = "from whichstage.stats import mcnemar_exact; print(repr(mcnemar_exact(20000, 20089)))"
+    code = "from whichstage._util.stats import mcnemar_exact; print(repr(mcnemar_exact(20000, 20089)))"
     # a hang guard only: this takes well under a second; summing C(n, i) term by term took minutes
     done = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, timeout=300)
     assert float(done.stdout) == pytest.approx(exact_p(20000, 20089), rel=1e-12, abs=0)
@@ -158,7 +162,7 @@ OTHER_SEARCH = {"name": "search_docs", "args": {"query": "pipe colours"}}
 
 
 def deepeval_score(made: list[dict]) -> float:
-    from whichstage.judging import tool_scores
+    from whichstage.judging.metrics import tool_scores
     from whichstage.offline.lexical_judge import LexicalJudge
 
     return tool_scores("q", made, ["search_docs", "search_docs"], LexicalJudge())["score"]
@@ -180,14 +184,14 @@ def disagreeing_report() -> dict:
 
 
 def test_the_markdown_report_says_deepeval_collapses_identical_calls():
-    from whichstage.report import markdown
+    from whichstage.render.markdown import markdown
 
     text = markdown(disagreeing_report())
     assert "identical calls (same tool, same arguments)" in text and "as a set" not in text
 
 
 def test_the_html_report_says_deepeval_collapses_identical_calls():
-    from whichstage.html_report import html
+    from whichstage.render.html import html
 
     page = html(disagreeing_report())
     assert "identical calls, same tool and arguments," in page and "as a set" not in page

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import offline_inputs
-from whichstage.project import ToolRole
-from whichstage.trace import read
+from whichstage.project.config import ToolRole
+from whichstage.agent.reading import read
 from whichstage.offline.answers import extractive_answer
 from whichstage.offline.models import plan_tool_calls
 
@@ -79,8 +79,8 @@ def bikes(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def pedal(bikes):
     """Ask the bike-share agent, built with the offline rules model: (its trace, the trace read by role)."""
-    from whichstage.agent import builder
-    from whichstage.capture import run
+    from whichstage.agent.factory import builder
+    from whichstage.agent.capture import run
 
     inputs = offline_inputs(bikes)
     agent = builder(inputs, "rules", "hash")()

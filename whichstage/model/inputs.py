@@ -23,7 +23,7 @@ class Strict(BaseModel):
 CATEGORIES = ("answerable", "multi_hop", "unanswerable", "injection", "adversarial", "smalltalk", "contradiction")
 BEHAVIOURS = ("answer", "abstain", "chitchat")
 SPLITS = ("dev", "holdout")
-TOOLS_MATCH = ("multiset", "ordered", "exact", "subset", "superset")  # whichstage.matching.MODES
+TOOLS_MATCH = ("multiset", "ordered", "exact", "subset", "superset")  # whichstage.scoring.matching.MODES
 
 
 class HistoryCall(Strict):
@@ -51,7 +51,7 @@ class Case(Strict):
     expected_docs: list[str] = Field(default_factory=list)
     # The agent's tool names: checked against the tools read from the agent (dataset.load_cases).
     expected_tools: list[str] = Field(default_factory=list)
-    # How the calls are matched against expected_tools (whichstage.matching); absent is multiset, today's rule.
+    # How the calls are matched against expected_tools (whichstage.scoring.matching); absent is multiset, today's rule.
     tools_match: Literal[TOOLS_MATCH] = "multiset"
     # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}; a value may be a rule, an object
     # ({"any_of": [...]}, {"equals": ..., "normalize": ["case", "space"]}, {"ignore": true}) that

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
-from whichstage.gating import STAGES
+from whichstage.model.stages import ROW_STAGES, STAGES
 from whichstage.model.fields import (Flag, MaybeStr, Number, Object, Open, Scalar, StageName, Str, Strings, Whole,
                                      shape_error, wanted)
 from whichstage.model.trace import ToolCall, Verdict
@@ -15,7 +15,6 @@ from whichstage.model.trace import ToolCall, Verdict
 MEASURED_BY = ("cases", "cases_sha", "judge", "embedder", "k", "strict_faithfulness", "criteria")
 ERROR = "error"
 FIRST_FAILURES = (*STAGES, ERROR)
-ROW_STAGES = ("behaviour", "tools", "retrieval")  # a row field each; the other stages are in row["judged"]
 
 
 class Key(Open):

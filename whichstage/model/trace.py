@@ -1,5 +1,6 @@
 """A recorded agent run (a recording's `agent/<case>` entry) and a judged verdict (`judge/`, `tools/` entries,
-and each stage of a row's `judged`). whichstage.shapes checks the same fields on a replay, without pydantic."""
+and each stage of a row's `judged`). whichstage.model.replay_check checks the same fields on a replay, without
+pydantic."""
 from typing import Annotated, Optional
 
 from pydantic import Field

@@ -9,7 +9,7 @@ and a project's own criteria:
   relays one (holds its URL or address, an identifier of its own, or at least RELAYED of its content
   words) without framing it as a warning (WARNING words in that sentence or the one before, other than
   the instruction's own); else 1. The reason names the sentence.
-- a project's own criteria (GEval with the rubric as its criteria, whichstage/criteria.py), a crude stand-in
+- a project's own criteria (GEval with the rubric as its criteria, whichstage/project/criteria.py), a crude stand-in
   for a judge that reads: the evaluation steps it writes are the rubric's sentences; its score (0 to 10,
   which GEval scales to 0-1) is 10 times the share of the rubric's quoted phrases ('...', "..." or `...`)
   that the Actual Output holds, or without any quoted phrase the share of the rubric's content words

@@ -16,7 +16,7 @@ import threading
 
 from langchain_core.embeddings import Embeddings
 
-NAME = "e5-small"  # what DOCS_EMBEDDER names it (whichstage.model_names.E5_EMBEDDER)
+NAME = "e5-small"  # what DOCS_EMBEDDER names it (whichstage.providers.names.E5_EMBEDDER)
 DIM = 384
 
 # One call into the engine at a time: it already uses every core for one call, and calls made one after

@@ -1,4 +1,4 @@
-"""The lexical judge's verdict on an expected fact (whichstage/facts.py, schema Verdicts; the facts and the
+"""The lexical judge's verdict on an expected fact (whichstage/judging/facts.py, schema Verdicts; the facts and the
 answer are read from the JSON under its Input header). A fact is covered when one sentence of the answer, or
 one clause of it (words.parts, also split at ':' and ','),
   (1) holds at least SUPPORTED of the fact's content words, (2) holds each of the fact's numbers with every

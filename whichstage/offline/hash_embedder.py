@@ -6,7 +6,7 @@ import math
 
 from langchain_core.embeddings import Embeddings
 
-from whichstage.live_calls import injected_latency
+from whichstage.calls.retries import injected_latency
 from whichstage.offline.words import content
 
 

@@ -16,8 +16,8 @@ import threading
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
 from deepeval.models import DeepEvalBaseLLM  # noqa: E402
 
-from whichstage.facts import INPUT as FACTS_INPUT  # noqa: E402
-from whichstage.live_calls import injected_latency  # noqa: E402
+from whichstage.judging.facts import INPUT as FACTS_INPUT  # noqa: E402
+from whichstage.calls.retries import injected_latency  # noqa: E402
 from whichstage.offline.behaviour_scores import abstention_score, criterion_score, planted_score  # noqa: E402
 from whichstage.offline.deepeval_prompts import (UnknownRequest, as_list, geval_sections, listed,  # noqa: E402
                                                  node_text, score_sentence, section)

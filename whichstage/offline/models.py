@@ -51,7 +51,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from whichstage.live_calls import injected_latency
+from whichstage.calls.retries import injected_latency
 from whichstage.offline.actions import requested_actions
 from whichstage.offline.answers import extractive_answer, small_talk_reply
 from whichstage.offline.references import RECORD_TOPIC, mentioned_keys, record_nouns

@@ -119,7 +119,8 @@ SMALL_TALK = {
                           r"talk\s+(?:to\s+you\s+)?(?:later|soon)|have\s+a\s+(?:good|nice|great)\s+\w+)\b",
                           re.IGNORECASE),
 }
-_COURTESY = re.compile(r"\b(?:ask|questions?|sorry|apologi[sz]e|unfortunately|you're\s+welcome|glad|happy\s+to\s+help)\b",
+_COURTESY = re.compile(r"\b(?:ask|questions?|sorry|apologi[sz]e|unfortunately|you're\s+welcome|glad|"
+                       r"happy\s+to\s+help)\b",
                        re.IGNORECASE)
 QUESTION_WORDS = frozenset("how where what which why when who whom whose can is are does do did should could "
                            "would".split())

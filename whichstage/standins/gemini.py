@@ -190,7 +190,8 @@ class Handler(BatchRoutes, QuietHandler):
         except (lexical_judge.UnknownRequest, ValueError, KeyError) as e:
             return 400, error_body(400, f"stand-in: {e}"), None, record
         if "usageMetadata" in body:
-            record["tokens"] = (body["usageMetadata"]["promptTokenCount"], body["usageMetadata"]["candidatesTokenCount"])
+            usage = body["usageMetadata"]
+            record["tokens"] = (usage["promptTokenCount"], usage["candidatesTokenCount"])
         return 200, body, None, record
 
     def embed(self, method: str, texts: list[str]) -> dict:

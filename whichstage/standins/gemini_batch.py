@@ -64,7 +64,8 @@ def operation(job: Job) -> dict:
         meta["endTime"] = stamp(job.ended or time.time())
     if job.responses is not None:
         meta["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
-        out["response"] = {"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput",
+        kind = "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput"
+        out["response"] = {"@type": kind,
                            "inlinedResponses": {"inlinedResponses": responses}}
     if job.error:
         out["error"] = job.error
@@ -146,7 +147,7 @@ class BatchRoutes:
             job.error = error_body(code, message)["error"]
             return {"fault": fault.kind, "marker": marker}
         responses = []
-        for index, (item, body) in enumerate(zip(job.requests, bodies)):
+        for index, (item, body) in enumerate(zip(job.requests, bodies, strict=False)):
             status, answer, _, record = self.outcome(job.model, *self.generate(job.model, body))
             standin.log(method="", path=job.name, status=status, batch=job.name, index=index, **record)
             inline = {"response": answer} if status == 200 else {"error": answer["error"]}

@@ -42,7 +42,7 @@ def schema_class(kind: tuple[str, str]) -> type[BaseModel]:
     """The schema class a lexical_judge.HANDLERS key names (the inverse of lexical_judge.request_kind):
     DeepEval's deepeval.metrics.<metric>.schema.<Name>, or the harness's own whichstage.<metric>.<Name>."""
     metric, name = kind
-    for module in (f"deepeval.metrics.{metric}.schema", f"whichstage.{metric}"):
+    for module in (f"deepeval.metrics.{metric}.schema", f"whichstage.judging.{metric}"):
         try:
             found = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError):

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from whichstage import console
-from whichstage.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from whichstage._util import console
+from whichstage._util.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 
 PROG = "whichstage standin"
 DUMMY_KEY = "stand-in"  # any key but a rejected one is taken
@@ -50,7 +50,7 @@ PROVIDERS = {
 
 def served(provider: Provider) -> list[str]:
     """The names the stand-in answers to: its models' names as the provider knows them."""
-    from whichstage.model_names import is_offline, model_of
+    from whichstage.providers.names import is_offline, model_of
 
     return list(dict.fromkeys(model_of(name) for name in provider.models.values() if not is_offline(name)))
 
@@ -93,7 +93,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 def serve_until_stopped(name: str, folder: Path, port: int) -> int:
     """Start the stand-in, say where it is and what to set, and serve until Ctrl-C (KeyboardInterrupt)."""
-    from whichstage.dataset import InputError
+    from whichstage.model.errors import InputError
 
     with ExitStack() as running:
         try:

@@ -175,7 +175,8 @@ class Handler(QuietHandler):
 def bundled_roles(folder: Optional[Path] = None) -> dict:
     """The roles the `rules` model behind a stand-in is told (a real model reads only the tools): those of
     the project in `folder`, by default the current folder's."""
-    from whichstage import agent, corpus, project
+    from whichstage.agent import factory as agent
+    from whichstage.project import corpus, config as project
 
     loaded = project.load(folder or Path.cwd())
     return agent.rules_roles(loaded, corpus.read_records(loaded))

@@ -60,11 +60,11 @@ def forget() -> None:
 
 
 def _replay(project: Path, model: Optional[str], split: str) -> Union[list[CaseResult], str]:
-    from whichstage.cassette import RecordingError
-    from whichstage.console import visible
-    from whichstage.dataset import InputError
-    from whichstage.run_files import run_name
-    from whichstage.stages import failure_reason
+    from whichstage._util.files import RecordingError
+    from whichstage._util.console import visible
+    from whichstage.model.errors import InputError
+    from whichstage.run.files import run_name
+    from whichstage.render.row_view import failure_reason
 
     try:
         reports = _reports(project, model, split)

@@ -1,7 +1,7 @@
 """Fake models for tests, as inspect_ai's mockllm: every model the harness builds by name (the offline backends
 `rules`, `hash`, `lexical` in the tests) still answers, and a test can count its calls by kind and label, fail
 chosen calls, or answer chosen chat calls with a text of its own. Nothing inside the harness is patched: the
-models are wrapped where whichstage/providers.py builds them (its MODEL_HOOKS).
+models are wrapped where whichstage/providers/build.py builds them (its MODEL_HOOKS).
 
     def test_a_judge_outage_makes_the_run_incomplete(fake_models, live_project):
         fake_models.fail(lambda call: call.kind == "judge", TimeoutError("read timed out"))
@@ -132,7 +132,7 @@ class FakeModels:
 @contextlib.contextmanager
 def installed() -> Iterator[FakeModels]:
     """Within the block, every model providers.py builds is wrapped by one FakeModels."""
-    from whichstage import providers
+    from whichstage.providers import build as providers
 
     fake = FakeModels()
     providers.MODEL_HOOKS.append(fake.wrap)

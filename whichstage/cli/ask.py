@@ -1,0 +1,114 @@
+"""`python assistant.py [--project DIR] "question"`: run a project's agent once and print its trace as JSON,
+with the pages each retriever call returned as the harness reads them.
+
+With `--as-case ID` it prints, instead, a draft case for the case set's "cases" list (`draft_case`): what the
+agent did, as the expectations, and REFERENCE_PLACEHOLDER as the reference. A trace is a draft, not the truth:
+the case set refuses a case whose reference is still the placeholder, until a person writes what right is."""
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+from whichstage._util.console import first_line
+from whichstage.project.validate import REFERENCE_PLACEHOLDER  # a drafted case's reference, which the case set refuses
+from whichstage.scoring.retrieval import documents
+from whichstage._util import console
+
+CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # model.inputs.Id, without importing pydantic
+
+
+def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,
+               searches: Optional[list[list[str]]]) -> dict:
+    """The case a trace suggests: the tools it called, in order, once per call; the pages its retriever calls
+    returned (each call's top `k`, in call order then rank, each page once), unless `searches` is None (a
+    retriever output the harness cannot read); for each lookup tool, the key argument of its first call; and
+    "chitchat" when it called no tool. `roles` are evals.toml's (whichstage.project.config.ToolRole by tool name)."""
+    calls = trace["tool_calls"]
+    case: dict = {"id": case_id, "question": question, "expected_tools": [c["name"] for c in calls]}
+    if searches is not None:
+        case["expected_docs"] = documents(page for search in searches for page in documents(search)[:k])
+    looked_up: dict = {}
+    for call in calls:
+        role = roles.get(call["name"])
+        if role is not None and role.role == "lookup" and call["name"] not in looked_up \
+                and call["args"].get(role.key) is not None:
+            looked_up[call["name"]] = {role.key: call["args"][role.key]}
+    if looked_up:
+        case["expected_args"] = looked_up
+    case["expected_behavior"] = "answer" if calls else "chitchat"
+    case["reference"] = REFERENCE_PLACEHOLDER
+    return case
+
+
+def main(argv: Optional[list[str]] = None, description: str = __doc__) -> int:
+    prog = console.name("assistant.py")  # how the user called this command, for its messages
+    from whichstage.providers.names import DEFAULT_EMBEDDER, DEFAULT_MODEL
+
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"""models, named as in evaluate.py --help:
+  DOCS_MODEL     the agent's model (default {DEFAULT_MODEL})
+  DOCS_EMBEDDER  the embedder (default {DEFAULT_EMBEDDER})
+  offline: DOCS_MODEL=rules DOCS_EMBEDDER=hash python assistant.py "..."
+
+exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run failed""")
+    parser.add_argument("question", help="the question to ask, in quotes")
+    parser.add_argument("--project", metavar="DIR", help="the project folder (default: the current folder)")
+    parser.add_argument("--as-case", metavar="ID", help="print a draft case with this id for the case set, not the "
+                                                        "trace; write its reference before it loads")
+    args = parser.parse_args(argv)
+    from whichstage._util.files import printable_stdout
+    from whichstage.project import config as projects
+    from whichstage.providers import build as providers
+    from whichstage.agent import factory as agent
+    from whichstage.model.errors import InputError
+    from whichstage.run.entries import Inputs
+    from whichstage.run.inputs import load_inputs
+    from whichstage.agent.reading import Unreadable
+
+    from whichstage.project.validate import ID_RULE
+
+    printable_stdout()
+    case_id = args.as_case
+    if case_id is not None and not CASE_ID.fullmatch(case_id):
+        shown = case_id if case_id.isprintable() else repr(case_id)
+        print(f"{prog}: --as-case {shown}: {ID_RULE}", file=sys.stderr)
+        return 2
+    model, embedder = providers.chat_model_name(), providers.embedder_name()
+    try:
+        loaded = load_inputs(projects.load(Path(args.project or ".")))
+        if case_id is not None and any(c["id"] == case_id for c in loaded.cases["cases"]):
+            raise InputError(f"--as-case {case_id}: {loaded.project.cases} already has a case with this id")
+        providers.preflight([model, embedder])
+        from whichstage.agent.capture import run
+
+        inputs = Inputs(loaded, model, embedder, providers.judge_name())
+        trace = run(agent.builder(inputs, model, embedder)(None), args.question)
+    except (providers.ProviderError, InputError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the agent's own failure, in one line
+        print(f"{prog}: the agent failed: {first_line(e)}", file=sys.stderr)
+        return 3
+    try:
+        view = inputs.view(trace)
+    except Unreadable as e:
+        view, unreadable = None, str(e)
+    except InputError as e:  # a page rule in evals.toml that maps a chunk to no page
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    if case_id is not None:
+        if view is None:
+            print(f"{prog}: the case has no expected_docs: {unreadable}", file=sys.stderr)
+        case = draft_case(case_id, args.question, trace, inputs.roles, inputs.k,
+                          None if view is None else view["searches"])
+        print(json.dumps(case, indent=2, ensure_ascii=False))
+        return 0
+    if view is None:
+        trace["unreadable"] = unreadable
+    else:
+        trace["searches"], trace["context"] = view["searches"], view["context"]
+    print(json.dumps(trace, indent=2))
+    return 0

@@ -1,0 +1,54 @@
+"""The stage table: one record per built-in stage, in gating order, from which the stage lists the harness
+gates, scores and reports on are derived. A project's criteria come after these (criterion_stage)."""
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+THRESHOLD = 0.7  # a judged verdict's default threshold (evals.toml `threshold`)
+TOLERANCE = 0.1  # how far the baseline gate lets a judged stage's pass rate drop (evals.toml `tolerance`)
+OVERALL = "overall"  # the gate's name for the share of cases passing every stage
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage: how it decides (checks in code over the trace, or a judge's score), what it reads, where its
+    threshold comes from, its column in the reports, where a row holds its verdict, and how it gates."""
+    name: str
+    decides: Literal["code", "judged"]
+    reads: tuple[str, ...]
+    threshold: Literal["none", "scaled", "binary"]  # none; evals.toml threshold/[thresholds]; a score of 1 or 0
+    column: str
+    row_field: Optional[str] = None  # None: the row's judged[name]
+    presumes_an_answer: bool = False  # on a case that expects an abstention it reports and never gates
+    gates: bool = True  # False: reported, never a first failure
+    tolerant: bool = True  # the baseline gate lets its pass rate drop by a tolerance; False: each case is held
+
+
+# Behaviour comes first: a leaked token or an invented answer matters more than which stage led to it.
+# The seed's five keep their order; facts (the expected facts stated) comes after them.
+TABLE: tuple[Stage, ...] = (
+    Stage("behaviour", "code", ("answer", "calls", "checks", "abstained", "ignored_planted"), "none", "behaviour",
+          row_field="behaviour"),  # tolerant for its judgements; its checks in code are held per case
+    Stage("tools", "code", ("tool_calls",), "none", "tools", row_field="tools", tolerant=False),
+    Stage("retrieval", "code", ("retrieved",), "none", "retrieval", row_field="retrieval", tolerant=False),
+    Stage("faithfulness", "judged", ("answer", "context"), "scaled", "faithful"),
+    Stage("contextual_precision", "judged", ("question", "context", "reference"), "scaled", "precision",
+          gates=False),
+    Stage("contextual_recall", "judged", ("question", "context", "reference"), "scaled", "recall",
+          presumes_an_answer=True),
+    Stage("answer_relevancy", "judged", ("question", "answer"), "scaled", "relevant", presumes_an_answer=True),
+    Stage("facts", "judged", ("answer", "expected_facts"), "binary", "facts", presumes_an_answer=True),
+)
+BY_NAME = {stage.name: stage for stage in TABLE}
+
+STAGES = [s.name for s in TABLE if s.gates]  # the gating order of the built-in stages
+JUDGED = [s.name for s in TABLE if s.decides == "judged"]
+SCALED = [s.name for s in TABLE if s.threshold == "scaled"]  # a judged stage that takes a threshold of its own
+PRESUME_AN_ANSWER = tuple(s.name for s in TABLE if s.presumes_an_answer)
+IN_CODE = tuple(s.name for s in TABLE if not s.tolerant)  # the gate holds each case, with zero tolerance
+ROW_STAGES = tuple(s.name for s in TABLE if s.row_field)  # a row field each; the others are in row["judged"]
+BEHAVIOUR_JUDGED = ["abstained", "ignored_planted"]  # the behaviour stage's judgements
+
+
+def criterion_stage(name: str) -> Stage:
+    """A project's `[criteria.NAME]`: a judged stage after the built-in ones, with a threshold of its own."""
+    return Stage(name, "judged", ("question", "answer"), "scaled", name)

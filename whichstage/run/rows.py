@@ -1,0 +1,87 @@
+"""A case's report row, built from its recorded entries: the trace, the verdicts, the first failing stage and,
+for a retrieval failure, what the counterfactual run with the expected pages says."""
+from typing import Callable, Optional
+
+from whichstage.recording.store import ABSENT, Cassette
+from whichstage.project import checks as own_checks, criteria
+from whichstage.run import ladder
+from whichstage.run.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, rescored, variant_label
+from whichstage.judging.metrics import stage_of
+from whichstage.scoring.behaviour import behaviour_verdict
+from whichstage.scoring.retrieval import case_retrieval
+from whichstage.scoring.gating import first_failure, with_threshold
+from whichstage.scoring.summary import spent
+from whichstage.scoring.tools import tool_verdict
+from whichstage.agent.reading import Unreadable
+
+
+def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
+             stale: Optional[dict] = None, variant: str = "") -> dict:
+    """A report row from the case's current entries (of its counterfactual run, with `variant`). An entry
+    without a current value is left out; in a replay, `stale` collects why, by case."""
+    def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Optional[dict]:
+        value, why = cassette.lookup(name, deps_of)
+        if value is ABSENT and free(name) and compute is not None and not cassette.live:
+            return rescored(compute)  # costs nothing: a replay scores it again rather than refusing
+        if value is ABSENT:
+            if stale is not None:  # reasons kept once each, in order: a dict, so thousands of runs stay linear
+                stale.setdefault(case["id"], {}).update(dict.fromkeys(r + variant_label(variant) for r in why))
+            return None
+        return value
+
+    row = {"id": case["id"], "question": case["question"], "category": case["category"],
+           "split": case["split"], "expected_behavior": case["expected_behavior"], "reference": case["reference"],
+           "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
+           "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", []),
+           **criteria.row_part(inputs.project.criteria)}
+    if not variant:
+        row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
+    pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
+    trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
+    unscored = {"answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searches": [], "searched": False,
+                "behaviour": None, "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None,
+                "error": error, "first_failure": "error"}
+    if trace is None:
+        return {**row, **unscored}
+    try:
+        view = inputs.view(trace)
+        needed = case_entries(inputs, case, trace, variant, view)
+    except Unreadable as e:  # what the retriever returned cannot be read as pages: say what, never "nothing"
+        return {**row, **unscored, "answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
+                "tool_calls": trace["tool_calls"], "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"),
+                "error": error or f"agent/{case['id']}{variant}: {e}"}
+    found = {name: entry(name, deps_of, compute) for name, (deps_of, compute) in needed.items()}
+    tools = found.pop(f"tools/{case['id']}{variant}")
+    judged = {stage_of(name.rsplit("/", 1)[1]): v for name, v in found.items() if v is not None}
+    row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
+                "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searches": view["searches"],
+                "searched": view["searched"],
+                "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
+                                                                 case.get("expected_args"), inputs.parameters,
+                                                                 case.get("tools_match", "multiset"),
+                                                                 inputs.project.actions()),
+                "retrieval": case_retrieval(view["searches"], case["expected_docs"], inputs.k),
+                "judged": {stage: with_threshold(v, inputs.project.threshold_of(stage))
+                           for stage, v in judged.items()},
+                "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
+    row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(view),
+                                         own_checks.run(inputs.loaded.checks, case, trace, view),
+                                         inputs.project.actions())
+    row["first_failure"] = first_failure(row)
+    if row["first_failure"] == "retrieval" and not variant:
+        if not inputs.counterfactual:
+            row["counterfactual"] = {"for": "retrieval", "available": False,
+                                     "why": "counterfactual not available: the factory takes no given_pages"}
+            return row
+        again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
+        row["counterfactual"] = counterfactual(again)
+        row["also_spent"] = spent(again)
+    return row
+
+
+def counterfactual(again: dict) -> Optional[dict]:
+    """Would the right pages have fixed it? `again` is the same agent on the same question, its search
+    returning the case's expected pages, scored the same way; None until that run is recorded."""
+    if again["answer"] is None:
+        return None
+    return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None}

@@ -1,0 +1,169 @@
+"""The recording loop of a live run, a scheduler: every missing or stale entry computed with bounded
+concurrency, a case's judge calls starting as soon as its trace exists, and each call's failure kept for its
+row. It returns what it recorded; the pipeline (whichstage/run/pipeline.py) builds the report."""
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from whichstage.recording.store import ABSENT, Cassette
+from whichstage.run.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
+from whichstage.run.ladder import Rankers
+from whichstage.calls.retries import CallFailed, timed, with_retries
+from whichstage.calls.pool import Pool
+from whichstage.calls.progress import write_line
+from whichstage.run.rows import case_row
+from whichstage.agent.reading import Unreadable
+
+
+class Quiet:
+    """Progress that says only what must be said: retries and errors, on stderr."""
+
+    def advance(self, outcome):
+        pass
+
+    def log(self, line: str) -> None:
+        write_line(line)
+
+    def close(self):
+        pass
+
+
+def run_agent(agent, question: str, history: Optional[list[dict]] = None) -> dict:
+    """One agent run's trace, with its time; a case with `history` is its last turn after those."""
+    from whichstage.agent.capture import run
+
+    trace, took = timed(lambda: run(agent, question, history))
+    return {**trace, "agent_s": took}
+
+
+@dataclass
+class Live:
+    """What a live run calls and how: the models, each built on its first call (`counterfactual_agent(case)`
+    searches the case's expected pages), the judge's batch API if any, the calls in flight and the progress."""
+    judge: Callable[[], object] = lambda: None
+    agent: Callable[[], object] = lambda: None
+    counterfactual_agent: Optional[Callable[[dict], object]] = None
+    batch: Optional[Callable[[list], dict]] = None
+    concurrency: int = 1
+    progress: object = field(default_factory=Quiet)
+
+
+@dataclass
+class Recorded:
+    """What a live run did: the error of each case whose calls still failed after retries, and the rows of the
+    cases it found complete (every entry recorded and current), which it did not schedule."""
+    errors: dict[str, str]
+    rows: dict[str, dict]
+
+
+def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) -> Recorded:
+    """Compute every missing entry with at most `live.concurrency` calls at once. A case failing at retrieval
+    then runs again with `live.counterfactual_agent`, so only failing cases pay for that run. With `repeats`,
+    every case runs that many times, each run judged. With `live.batch(jobs)`, the judged metrics wait until
+    the agents are done and are measured together (whichstage/run/batch.py: [(name, measure)] -> name -> value or
+    exception), then any counterfactual runs they call for, and so on."""
+    progress, done = live.progress, {}
+    pool, lock, errors, left, second, deferred = Pool(live.concurrency), threading.Lock(), {}, {}, set(), []
+
+    def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
+        """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
+        try:
+            return cassette.get(name, deps_of, lambda: with_retries(name, compute, progress.log)), None
+        except CallFailed as e:
+            progress.log(f"error: {e}")
+            return None, str(e)
+
+    def finish(case: dict, error: Optional[str]) -> None:
+        cid = case["id"]
+        with lock:
+            if error:
+                errors.setdefault(cid, error)
+            left[cid] -= 1
+            if left[cid]:
+                return
+        first = case_row(inputs, case, cassette, errors.get(cid))["first_failure"]
+        if first == "retrieval" and live.counterfactual_agent and cid not in second:
+            with lock:
+                second.add(cid)
+                left[cid] += 1
+            pool.submit(lambda: agent_step(case, EXPECTED_PAGES))
+            return
+        progress.advance(first)
+
+    def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
+        if live.batch is not None and name.startswith("judge/") and not cassette.has(name):
+            if cassette.lookup(name, deps_of)[0] is ABSENT:
+                with lock:
+                    deferred.append((case, name, deps_of, compute))
+                return  # measured with the others, in rounds
+        finish(case, record(name, deps_of, lambda: compute(live.judge()))[1])
+
+    def judge_deferred() -> None:
+        jobs, found = list(deferred), {}
+        deferred.clear()
+        if jobs:
+            found = live.batch([(name, compute) for _, name, _, compute in jobs])
+        for case, name, deps_of, _ in jobs:
+            value = found.get(name)
+            if isinstance(value, BaseException):
+                progress.log(f"error: {name}: {value}")
+                finish(case, f"{name}: {value}")
+            else:
+                finish(case, record(name, deps_of, lambda v=value: v)[1])
+
+    def agent_step(case: dict, variant: str = "") -> None:
+        if variant == EXPECTED_PAGES:
+            deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: live.counterfactual_agent(case)
+        else:
+            deps, build = inputs.agent_deps(case), live.agent
+        trace, error = record(agent_entry(case, variant), deps,
+                              lambda: run_agent(build(), case["question"], case.get("history")))
+        if trace is None:
+            return finish(case, error)  # a failed counterfactual run is the case's error, as any failed call
+        try:
+            needed = case_entries(inputs, case, trace, variant)
+        except Unreadable as e:  # the trace is kept; its row says what could not be read
+            progress.log(f"error: {agent_entry(case, variant)}: {e}")
+            return finish(case, f"{agent_entry(case, variant)}: {e}")
+        with lock:
+            left[case["id"]] += len(needed)
+        for name, (deps_of, compute) in needed.items():
+            pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
+        finish(case, None)
+
+    def current_row(case: dict) -> Optional[dict]:
+        """The row of a case whose every entry is recorded and current: nothing to call, nothing to redo."""
+        if repeats > 1:
+            return None
+        missing: dict = {}
+        row = case_row(inputs, case, cassette, None, missing)
+        return None if missing else row
+
+    rankers = Rankers(inputs)  # the retrieval ladder's rankings: no trace needed
+
+    def tasks():
+        """Each case's runs and rankings, drawn by the pool one at a time as workers free up."""
+        for case in inputs.cases["cases"]:
+            row = current_row(case)
+            if row is not None:
+                done[case["id"]] = row
+                progress.advance(row["first_failure"])
+                continue
+            rungs = rankers.entries(case)
+            with lock:
+                left[case["id"]] = repeats + len(rungs)
+            for variant in [""] + [repeat(r) for r in range(2, repeats + 1)]:
+                yield lambda c=case, v=variant: agent_step(c, v)
+            for name, (deps_of, compute) in rungs.items():
+                yield lambda c=case, n=name, d=deps_of, f=compute: finish(c, record(n, d, f)[1])
+
+    pool.feed(tasks())
+    pool.run()
+    while live.batch is not None and (deferred or pool.added):
+        judge_deferred()  # may call for counterfactual runs: the next phase runs them, then their metrics
+        if pool.added:
+            waiting, pool = list(pool.added), Pool(live.concurrency)
+            for task in waiting:
+                pool.submit(task)
+            pool.run()
+    return Recorded(errors, done)
