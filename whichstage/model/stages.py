@@ -31,11 +31,11 @@ TABLE: tuple[Stage, ...] = (
     Stage("tools", "code", ("tool_calls",), "none", "tools", row_field="tools", tolerant=False),
     Stage("retrieval", "code", ("retrieved",), "none", "retrieval", row_field="retrieval", tolerant=False),
     Stage("faithfulness", "judged", ("answer", "context"), "scaled", "faithful"),
-    Stage("contextual_precision", "judged", ("question", "context", "reference"), "scaled", "precision",
+    Stage("contextual_precision", "judged", ("question", "context", "reference"), "scaled", "ctx precision",
           gates=False),
-    Stage("contextual_recall", "judged", ("question", "context", "reference"), "scaled", "recall",
+    Stage("contextual_recall", "judged", ("question", "context", "reference"), "scaled", "ctx recall",
           presumes_an_answer=True),
-    Stage("answer_relevancy", "judged", ("question", "answer"), "scaled", "relevant", presumes_an_answer=True),
+    Stage("answer_relevancy", "judged", ("question", "answer"), "scaled", "relevancy", presumes_an_answer=True),
     Stage("facts", "judged", ("answer", "expected_facts"), "binary", "facts", presumes_an_answer=True),
 )
 BY_NAME = {stage.name: stage for stage in TABLE}
@@ -47,6 +47,16 @@ PRESUME_AN_ANSWER = tuple(s.name for s in TABLE if s.presumes_an_answer)
 IN_CODE = tuple(s.name for s in TABLE if not s.tolerant)  # the gate holds each case, with zero tolerance
 ROW_STAGES = tuple(s.name for s in TABLE if s.row_field)  # a row field each; the others are in row["judged"]
 BEHAVIOUR_JUDGED = ["abstained", "ignored_planted"]  # the behaviour stage's judgements
+# The judged stages as the reports' tables show them: those that only report first, then the gating ones.
+SCORED = tuple(sorted(JUDGED, key=lambda name: BY_NAME[name].gates))
+
+
+def table_heads(k: object) -> list[str]:
+    """The stage table's column heads, in both renderings: the case, its calls, each stage's column (retrieval as
+    hit, recall and reciprocal rank at k), the first failure."""
+    code = [s.column for s in TABLE if s.decides == "code" and s.name != "retrieval"]
+    return ["case", "tools called", *code, f"hit@{k}", f"recall@{k}", "RR", *(BY_NAME[m].column for m in SCORED),
+            "first failure"]
 
 
 def criterion_stage(name: str) -> Stage:

@@ -5,11 +5,10 @@ from typing import Optional
 from whichstage.render.html_markup import ARGUMENTS, cell, escaped, listed, mark, num, verdict_class
 from whichstage.render.markdown import threshold
 from whichstage.render.row_view import FAIL, PASS, RowView, StageResult, below_cut, cut_line, cut_of, row_view
-from whichstage.model.stages import THRESHOLD
+from whichstage.model.stages import SCORED, THRESHOLD, table_heads
 from whichstage.scoring.tools import deepeval_disagrees
 from whichstage.scoring.retrieval import ranked_documents
 
-JUDGED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
 
 
 def ok_of(result: StageResult, gating: bool = True) -> Optional[bool]:
@@ -28,7 +27,7 @@ def _row(r: dict, view: RowView) -> str:
              cell("hit", "-" if ret is None else ("yes" if ret.get("hit") else "NO"), ret_ok),
              cell("recall", num(ret and ret.get("recall")), ret_ok, True),
              cell("rr", num(ret and ret.get("reciprocal_rank")), ret_ok, True)]
-    for m in JUDGED:  # coloured only where the score gates: a metric that did not run, or only reports, is neutral
+    for m in SCORED:  # coloured only where the score gates: a metric that did not run, or only reports, is neutral
         result = results.get(m) or StageResult(m, "n/a")
         cells.append(cell(m, num(result.score), ok_of(result, result.gates == m), True))
     failure = view.first_failure
@@ -43,8 +42,7 @@ def stage_table(report: dict, views: Optional[list[RowView]] = None) -> str:
     """The stage table: a row per case, each cell coloured only where its verdict gates. `views`: the rows'
     row_view, when the caller has them."""
     k = report.get("k", "k")
-    heads = ["case", "tools called", "behaviour", "tools", f"hit@{k}", f"recall@{k}", "RR", "ctx precision",
-             "faithful", "ctx recall", "relevancy", "facts", "first failure"]
+    heads = table_heads(k)
     rows = report.get("rows", [])
     rows = "".join(_row(r, v) for r, v in zip(rows, views if views is not None else map(row_view, rows), strict=False))
     return (f'<table id="stages"><thead><tr>{"".join(f"<th>{escaped(h)}</th>" for h in heads)}</tr></thead>'

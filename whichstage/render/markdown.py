@@ -10,6 +10,7 @@ with none of these characters is emitted as is."""
 import re
 from typing import Optional
 
+from whichstage.model.stages import SCORED, table_heads
 from whichstage.scoring.gating import criteria_of
 from whichstage.scoring import gating
 from whichstage._util.console import cases, visible
@@ -58,9 +59,6 @@ def seconds(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.2f} s"
 
 
-SCORED = ("contextual_precision", "faithfulness", "contextual_recall", "answer_relevancy", "facts")
-
-
 def table_row(r: dict, view: Optional[RowView] = None) -> str:
     """A case's row of the stage table: each stage's verdict as row_view gives it (`view`, when the caller has
     it), a failing score marked FAIL."""
@@ -83,8 +81,7 @@ def markdown(report: dict, views: Optional[list[RowView]] = None) -> str:
     prints measured times. `views`: the rows' row_view, when the caller has them."""
     k = report["k"]
     lines = [f"# {run_line(report)}\n",
-             f"| case | tools called | behaviour | tools | hit@{k} | recall@{k} | RR | ctx precision | faithful "
-             "| ctx recall | relevancy | facts | first failure |", "|---" * 13 + "|"]
+             "| " + " | ".join(table_heads(k)) + " |", "|---" * len(table_heads(k)) + "|"]
     rows = report["rows"]
     lines += map(table_row, rows, views if views is not None else map(row_view, rows))
     return visible("\n".join(lines)) + "\n" + summary(report)
