@@ -11,7 +11,8 @@ import pytest
 import whichstage
 from conftest import E5_RUN, OFFLINE_RUN, untimed
 
-PUBLIC = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "Case", "Trace", "Row", "Report"]
+PUBLIC = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "Case", "Trace", "Row", "Report",
+          "WhichstageError"]
 HEAVY = {"langchain", "langchain_core", "langgraph", "deepeval", "pydantic", "numpy", "google", "ollama", "openai"}
 
 
@@ -25,6 +26,12 @@ def test_all_lists_the_public_names():
 
 def test_every_public_name_resolves():
     assert all(getattr(whichstage, name) is not None for name in whichstage.__all__)
+
+
+def test_every_error_the_api_raises_is_a_whichstage_error_carrying_its_exit_code(tmp_path):
+    with pytest.raises(whichstage.WhichstageError) as raised:
+        whichstage.replay(tmp_path)  # no evals.toml
+    assert raised.value.exit_code == 2
 
 
 def test_a_private_name_is_not_an_attribute_of_the_package():

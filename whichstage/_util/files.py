@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
 from whichstage._util import jsontext as json_text
+from whichstage._util.exits import WhichstageError
 
 
-class RecordingError(Exception):
+class RecordingError(WhichstageError):
     """A recording that cannot be replayed: missing, unreadable, stale, or without the requested entry."""
 
 

@@ -14,13 +14,14 @@ from whichstage.model import stages
 from whichstage.run import ladder
 from whichstage._util.files import read_json
 from whichstage.scoring.gating import stage_order, threshold_differences
+from whichstage._util.exits import WhichstageError
 
 TOLERANCE = stages.TOLERANCE
 CRITERIA_CHANGED = ": a [criteria.NAME] was added, removed or given another rubric, reads or threshold"
 MEASURED_WITH = ("cases", "cases_sha", "model", "embedder", "judge", "k", "strict_faithfulness", "criteria")
 
 
-class BaselineError(Exception):
+class BaselineError(WhichstageError):
     """A baseline that cannot be used: missing, malformed, or measured another way."""
 
 

@@ -2,9 +2,10 @@
 each problem one line naming the file, the row and the field."""
 from whichstage._util.files import read_json
 from whichstage.model.report import check_report
+from whichstage._util.exits import WhichstageError
 
 
-class CompareError(Exception):
+class CompareError(WhichstageError):
     """A report that cannot be compared: unreadable, not a report, or measured differently."""
 
 

@@ -15,6 +15,8 @@ from whichstage._util.console import first_line
 from whichstage.project.validate import REFERENCE_PLACEHOLDER  # a drafted case's reference, which the case set refuses
 from whichstage.scoring.retrieval import documents
 from whichstage._util import console
+from whichstage._util.ending import ended
+from whichstage._util.exits import WhichstageError
 
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # model.inputs.Id, without importing pydantic
 
@@ -86,9 +88,8 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
 
         inputs = Inputs(loaded, model, embedder, providers.judge_name())
         trace = run(agent.builder(inputs, model, embedder)(None), args.question)
-    except (providers.ProviderError, InputError) as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 2
+    except WhichstageError as e:
+        return ended(prog, e)
     except Exception as e:  # noqa: BLE001 - the agent's own failure, in one line
         print(f"{prog}: the agent failed: {first_line(e)}", file=sys.stderr)
         return 3
@@ -97,8 +98,7 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
     except Unreadable as e:
         view, unreadable = None, str(e)
     except InputError as e:  # a page rule in evals.toml that maps a chunk to no page
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 2
+        return ended(prog, e)
     if case_id is not None:
         if view is None:
             print(f"{prog}: the case has no expected_docs: {unreadable}", file=sys.stderr)

@@ -8,12 +8,13 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
 
 from whichstage._util import console
+from whichstage._util.ending import ended
+from whichstage.model.errors import InputError
 
 EVALS_TOML = '''# The project: its agent, its cases and pages, and the role of each tool (see the README).
 agent = "agent:build"        # the factory: module:function, importable from this folder
@@ -129,12 +130,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     folder = Path(args.folder)
     try:
         write(folder)
-    except ValueError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:  # not a new or empty folder
+        return ended(prog, InputError(str(e)))
     except OSError as e:
-        print(f"{prog}: {e.filename or folder}: cannot write: {e.strerror or e}", file=sys.stderr)
-        return 2
+        e.filename = e.filename or str(folder)
+        return ended(prog, e)
     run = "whichstage run" if prog == "whichstage" else "python evaluate.py"  # as the user called init
     print(f"wrote a project to {folder}; run it with the offline backends:\n"
           f"  DOCS_MODEL=rules DOCS_EMBEDDER=hash DOCS_JUDGE=lexical {run} --project {folder} --live")

@@ -13,23 +13,24 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
-from whichstage._util.files import RecordingError, printable_stdout, shown, write_atomic
+from whichstage._util.files import printable_stdout, shown, write_atomic
 from whichstage._util import console
 from whichstage.model.errors import InputError
-from whichstage._util.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_REGRESSED, EXIT_TERMINATED
+from whichstage._util.ending import ended
+from whichstage._util.exits import EXIT_INCOMPLETE, EXIT_REGRESSED, WhichstageError
+from whichstage._util.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED  # noqa: F401 - TEMP: tests name them here
 from whichstage.run.inputs import load_inputs
 from whichstage.calls.options import add_live_options, check_live_options
-from whichstage.run.pipeline import Interrupted, record, replay, subset
+from whichstage.run.pipeline import record, replay, subset
 from whichstage.render.case_text import shown_cases
 from whichstage.providers.names import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, judge_name
-from whichstage.providers.settings import ProviderError
 from whichstage._util.redact import printable
 from whichstage._util.console import cases as cases_text
 from whichstage.render.markdown import markdown
 from whichstage.render.row_view import row_view
 from whichstage.run.files import checked_label
 from whichstage.render.files import write_gate_summary, write_reports
-from whichstage.project.selection import SelectionError, parse_shard, report_split, select
+from whichstage.project.selection import parse_shard, report_split, select
 from whichstage.calls.stopping import SigtermAsInterrupt
 
 MAX_REPEATS = 100  # runs per case: a bound on memory and on a bill; more is a benchmark, not an evaluation
@@ -182,18 +183,8 @@ def _main(argv: Optional[list[str]]) -> int:
         if args.save_baseline and not errors:
             write_atomic(Path(args.save_baseline),
                          baseline.dumps(baseline.from_report(checked, loaded.project.tolerance)))
-    except (InputError, RecordingError, ProviderError, baseline.BaselineError, SelectionError) as e:
-        print(f"{prog}: {console.visible(str(e))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as e:
-        print(console.visible(f"{prog}: {shown(e.filename) if e.filename else 'output'}: cannot write: "
-                              f"{e.strerror or e}"), file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (KeyboardInterrupt, Interrupted) as e:
-        kept = f": {e}" if isinstance(e, Interrupted) else ""
-        how = "terminated" if terminated else "interrupted"
-        print(f"{prog}: {how}{kept}" + ("; run --live again to finish" if args.live else ""), file=sys.stderr)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except (WhichstageError, OSError, KeyboardInterrupt) as e:
+        return ended(prog, e, terminated=bool(terminated), again="; run --live again to finish" if args.live else "")
     finally:
         terminated.restore()
     stopped = console.write_stdout("\n\n".join(texts), command=prog)

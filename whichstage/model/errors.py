@@ -2,8 +2,10 @@
 and what was wrong. Pure, standard library (dataset.py uses `where` on a replay, which never imports pydantic)."""
 from typing import Any
 
+from whichstage._util.exits import WhichstageError
 
-class InputError(Exception):
+
+class InputError(WhichstageError):
     """An input file that cannot be used as it is: one line naming the file and the field."""
 
 

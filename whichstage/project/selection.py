@@ -6,11 +6,12 @@ import fnmatch
 import hashlib
 import re
 from typing import Optional
+from whichstage._util.exits import WhichstageError
 
 SHARD = re.compile(r"^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$")  # at most 999,999 shards: an int Python reads
 
 
-class SelectionError(ValueError):
+class SelectionError(WhichstageError, ValueError):
     """A --case or --shard that selects nothing, or is not of its form."""
 
 

@@ -7,6 +7,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from whichstage._util.redact import KEY_VARIABLES, printable, split_url
+from whichstage._util.exits import WhichstageError
 
 GEMINI_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"  # read by google-genai itself; named here in error lines
 GEMINI_DEFAULT_URL = "https://generativelanguage.googleapis.com"
@@ -17,7 +18,7 @@ CALL_TIMEOUT_S = 120.0  # one attempt of one model call; a timeout is retried li
 TIMEOUT_VARIABLE, MAX_TIMEOUT_S = "DOCS_CALL_TIMEOUT", 3600.0  # the setting that overrides it, and its bound
 
 
-class ProviderError(Exception):
+class ProviderError(WhichstageError):
     """A model that cannot be used as configured: a missing or rejected key, an unreachable server, an
     unknown model."""
 

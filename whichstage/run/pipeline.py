@@ -21,6 +21,7 @@ from whichstage.run.rows import case_row
 from whichstage.run.files import header, replay_targets, run_name
 from whichstage.project.selection import case_of
 from whichstage.scoring.summary import added, repeat_summary, spent, summarize
+from whichstage._util.exits import Exit, WhichstageError
 
 if TYPE_CHECKING:
     from whichstage.run.scheduler import Live
@@ -120,8 +121,9 @@ def subset(loaded: Loaded, cases: Optional[dict]) -> Loaded:
     return chosen
 
 
-class Interrupted(Exception):
+class Interrupted(WhichstageError):
     """Ctrl-C or SIGTERM during a live run; says what was kept."""
+    exit_code, interrupts = Exit.INTERRUPTED, True
 
 
 def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",

@@ -17,11 +17,12 @@ import sys
 from whichstage._util import console
 from pathlib import Path
 from typing import Optional
+from whichstage._util.exits import WhichstageError
 
 SHARD_NAME = re.compile(r"^(?P<name>.+)\.shard-(?P<i>[0-9]+)-of-(?P<n>[0-9]+)\.json$")
 
 
-class MergeError(Exception):
+class MergeError(WhichstageError):
     """Shards that cannot be merged into one recording."""
 
 
