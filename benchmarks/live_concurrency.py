@@ -29,6 +29,7 @@ def main() -> int:
         copy_project(Path(folder))
         sys.path.insert(0, str(PROJECT))
         from whichstage.cli import run as evaluate
+        from whichstage.run.options import RunOptions
         from whichstage.project import config as project
         from whichstage.offline import hash_embedder, lexical_judge, models  # noqa: F401  (warm the imports, so only calls are timed)
 
@@ -39,7 +40,7 @@ def main() -> int:
         base = None
         for n in LEVELS:
             start = time.perf_counter()
-            report, _, _ = evaluate.record(loaded, "rules", n, rerecord=True, quiet=True)
+            report, _, _ = evaluate.record(loaded, RunOptions("rules", concurrency=n, rerecord=True, quiet=True))
             wall = time.perf_counter() - start
             assert not report["summary"]["errors"], "a call failed; the timing would mean nothing"
             base = base or wall

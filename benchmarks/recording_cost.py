@@ -18,12 +18,13 @@ CHILD = """
 import sys, time
 from whichstage.offline import hash_embedder, lexical_judge, models  # imports warmed before the clock starts
 from whichstage.cli import run as evaluate
-from whichstage.project.config import config as project
+from whichstage.project import config as project
 from whichstage.run.inputs import load_inputs
+from whichstage.run.options import RunOptions
 
 loaded = load_inputs(project.load(sys.argv[1]))
 start = time.perf_counter()
-report, _, errors = evaluate.record(loaded, "rules", 4, True, True)
+report, _, errors = evaluate.record(loaded, RunOptions("rules", concurrency=4, rerecord=True, quiet=True))
 took = time.perf_counter() - start
 assert not errors
 from pathlib import Path

@@ -30,7 +30,7 @@ def replay(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
     offline; a stale recording raises whichstage.recording.RecordingError saying what changed."""
     from whichstage.run import pipeline
 
-    return pipeline.replay(loaded(project_or_folder), model, split)
+    return pipeline.replay(loaded(project_or_folder), model=model, split=split)
 
 
 def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev", model: Optional[str] = None,
@@ -40,8 +40,11 @@ def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev"
     from whichstage.run import pipeline
     from whichstage.providers.names import chat_model_name
 
-    report, _, _ = pipeline.record(loaded(project_or_folder), model or chat_model_name(), concurrency, rerecord,
-                                   quiet, split)
+    from whichstage.run.options import RunOptions
+
+    options = RunOptions(model or chat_model_name(), concurrency=concurrency, rerecord=rerecord, quiet=quiet,
+                         split=split)
+    report, _, _ = pipeline.record(loaded(project_or_folder), options)
     return report
 
 

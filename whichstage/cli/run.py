@@ -21,6 +21,7 @@ from whichstage._util.exits import EXIT_INCOMPLETE, EXIT_REGRESSED, WhichstageEr
 from whichstage._util.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED  # noqa: F401 - TEMP: tests name them here
 from whichstage.run.inputs import load_inputs
 from whichstage.calls.options import add_live_options, check_live_options
+from whichstage.run.options import RunOptions
 from whichstage.run.pipeline import record, replay, subset
 from whichstage.render.case_text import shown_cases
 from whichstage.providers.names import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, judge_name
@@ -149,20 +150,23 @@ def _main(argv: Optional[list[str]]) -> int:
             model = args.model or chat_model_name()
             if args.batch:
                 check_batches(judge_name())
-            report, planned, errors = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
-                                              args.repeats, cases, shard, args.plan, args.batch)
+            options = RunOptions(model, concurrency=args.concurrency, rerecord=args.rerecord, quiet=args.quiet,
+                                 split=split, repeats=args.repeats, cases=cases, shard=shard, plan=args.plan,
+                                 batch=args.batch)
+            report, planned, errors = record(loaded, options)
             if args.plan:
                 return console.write_stdout(planned, command=prog) or 0
             reports = [report]
             if args.judge2:
-                second, _, more = record(loaded, model, args.concurrency, args.rerecord, args.quiet, split,
-                                         args.repeats, cases, None, False, False, args.judge2, judge_name())
+                second, _, more = record(loaded, options.but(shard=None, plan=False, batch=False, judge=args.judge2,
+                                                             reuse=judge_name()))
                 reports, errors = [judges.beside(report, second)], errors + more
         else:
-            reports = replay(subset(loaded, cases), args.model, split, args.repeats)
+            reports = replay(subset(loaded, cases), model=args.model, split=split, repeats=args.repeats)
             errors = sum(r["summary"]["errors"] for r in reports)
             if args.judge2:
-                seconds = replay(subset(loaded, cases), args.model, split, args.repeats, args.judge2)
+                seconds = replay(subset(loaded, cases), model=args.model, split=split, repeats=args.repeats,
+                                 judge=args.judge2)
                 reports = [judges.beside(r, next((o for o in seconds if o["key"]["model"] == r["key"]["model"]
                                                   and o["key"]["embedder"] == r["key"]["embedder"]), None))
                            for r in reports if r["key"]["judge"] != args.judge2]

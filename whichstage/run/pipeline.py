@@ -14,6 +14,7 @@ from whichstage.model import replay_check as shapes
 from whichstage.model.errors import InputError
 from whichstage.run.entries import Inputs, recorded_repeats, repeat, sha
 from whichstage.run.inputs import Loaded
+from whichstage.run.options import RunOptions
 from whichstage.judging.metrics import STRICT_FAITHFULNESS
 from whichstage.providers.names import embedder_name, is_offline, judge_name
 from whichstage._util.console import cases as cases_text
@@ -99,7 +100,7 @@ def of_split(report: dict, split: str) -> dict:
 
 
 
-def replay(loaded: Loaded, model: Optional[str], split: str = "dev", repeats: Optional[int] = None,
+def replay(loaded: Loaded, *, model: Optional[str] = None, split: str = "dev", repeats: Optional[int] = None,
            judge: Optional[str] = None) -> list[dict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports, name = [], loaded.cases["name"]
@@ -126,16 +127,15 @@ class Interrupted(WhichstageError):
     exit_code, interrupts = Exit.INTERRUPTED, True
 
 
-def record(loaded: Loaded, model: str, concurrency: int, rerecord: bool, quiet: bool, split: str = "dev",
-           repeats: Optional[int] = None, cases: Optional[dict] = None, shard: Optional[tuple[int, int]] = None,
-           plan: bool = False, batch: bool = False, judge: Optional[str] = None,
-           reuse: Optional[str] = None) -> tuple[dict, Optional[str], int]:
-    """Call the models for every entry that is missing or stale, then build the report of `split`; also
-    the number of cases of any split whose calls still failed (a held-out case's error counts too). With
-    `cases` (a subset of the case set) only theirs; with `shard` into the shard's own recording; with `plan`
-    nothing is called or written, and the text returned second says what would be called and its cost.
-    `judge` overrides DOCS_JUDGE; `reuse` names the judge of a recording whose traces and rankings this run
-    reuses, read only (a second judge's run pays for its verdicts alone)."""
+def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], int]:
+    """Call the models for every entry that is missing or stale, then build the report of the options' split;
+    also the number of cases of any split whose calls still failed (a held-out case's error counts too). With
+    `plan` nothing is called or written, and the text returned second says what would be called and its cost
+    (RunOptions says what each option does)."""
+    model, concurrency, rerecord, quiet, split = (options.model, options.concurrency, options.rerecord,
+                                                  options.quiet, options.split)
+    repeats, cases, shard, plan, batch, judge, reuse = (options.repeats, options.cases, options.shard, options.plan,
+                                                        options.batch, options.judge, options.reuse)
     from whichstage.agent import factory as agent
     from whichstage.providers import build as providers
     from whichstage.calls.progress import Progress
