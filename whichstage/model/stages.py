@@ -25,7 +25,7 @@ class Stage:
 
 # Behaviour comes first: a leaked token or an invented answer matters more than which stage led to it.
 # The seed's five keep their order; facts (the expected facts stated) comes after them.
-TABLE: tuple[Stage, ...] = (
+TABLE: list[Stage] = [
     Stage("behaviour", "code", ("answer", "calls", "checks", "abstained", "ignored_planted"), "none", "behaviour",
           row_field="behaviour"),  # tolerant for its judgements; its checks in code are held per case
     Stage("tools", "code", ("tool_calls",), "none", "tools", row_field="tools", tolerant=False),
@@ -37,18 +37,42 @@ TABLE: tuple[Stage, ...] = (
           presumes_an_answer=True),
     Stage("answer_relevancy", "judged", ("question", "answer"), "scaled", "relevancy", presumes_an_answer=True),
     Stage("facts", "judged", ("answer", "expected_facts"), "binary", "facts", presumes_an_answer=True),
-)
-BY_NAME = {stage.name: stage for stage in TABLE}
-
-STAGES = [s.name for s in TABLE if s.gates]  # the gating order of the built-in stages
-JUDGED = [s.name for s in TABLE if s.decides == "judged"]
-SCALED = [s.name for s in TABLE if s.threshold == "scaled"]  # a judged stage that takes a threshold of its own
-PRESUME_AN_ANSWER = tuple(s.name for s in TABLE if s.presumes_an_answer)
-IN_CODE = tuple(s.name for s in TABLE if not s.tolerant)  # the gate holds each case, with zero tolerance
-ROW_STAGES = tuple(s.name for s in TABLE if s.row_field)  # a row field each; the others are in row["judged"]
+]
+BY_NAME: dict[str, Stage] = {}
+# Derived from TABLE (derive() fills them, in place, so a module that imported one sees a registered stage):
+STAGES: list[str] = []  # the gating order of the built-in stages
+JUDGED: list[str] = []
+SCALED: list[str] = []  # a judged stage that takes a threshold of its own
+PRESUME_AN_ANSWER: list[str] = []
+IN_CODE: list[str] = []  # the gate holds each case, with zero tolerance
+ROW_STAGES: list[str] = []  # a row field each; the others are in row["judged"]
+SCORED: list[str] = []  # the judged stages as the reports' tables show them: reporting ones first, then gating
 BEHAVIOUR_JUDGED = ["abstained", "ignored_planted"]  # the behaviour stage's judgements
-# The judged stages as the reports' tables show them: those that only report first, then the gating ones.
-SCORED = tuple(sorted(JUDGED, key=lambda name: BY_NAME[name].gates))
+
+
+def derive() -> None:
+    """Every list above, from TABLE."""
+    BY_NAME.clear()
+    BY_NAME.update((stage.name, stage) for stage in TABLE)
+    STAGES[:] = [s.name for s in TABLE if s.gates]
+    JUDGED[:] = [s.name for s in TABLE if s.decides == "judged"]
+    SCALED[:] = [s.name for s in TABLE if s.threshold == "scaled"]
+    PRESUME_AN_ANSWER[:] = [s.name for s in TABLE if s.presumes_an_answer]
+    IN_CODE[:] = [s.name for s in TABLE if not s.tolerant]
+    ROW_STAGES[:] = [s.name for s in TABLE if s.row_field]
+    SCORED[:] = sorted(JUDGED, key=lambda name: BY_NAME[name].gates)
+
+
+def register(stage: Stage) -> None:
+    """A built-in stage added after the others (before a project's criteria); its scorer is its own: a judged
+    stage's verdict is the row's judged[name], from its metric (judging/metrics.py)."""
+    if stage.name in BY_NAME:
+        raise ValueError(f"stage {stage.name!r} is in the table already")
+    TABLE.append(stage)
+    derive()
+
+
+derive()
 
 
 def table_heads(k: object) -> list[str]:
