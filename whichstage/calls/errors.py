@@ -1,7 +1,7 @@
 """What a failed model call's error says: transient or not, whether the provider answered, the wait it asked
 for, and one line to show. SDKs wrap the HTTP error in their own, so every question reads the whole chain."""
 import re
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Protocol, TypeGuard
 
 from whichstage._util.console import first_line
 
@@ -104,11 +104,21 @@ def no_answer(error: BaseException) -> bool:
     return is_transient(error) and not http_answer(error)
 
 
-def api_error(error: BaseException) -> Optional[BaseException]:
+class ApiError(Protocol):
+    """What api_error finds of google-genai's APIError, read by its fields rather than its class."""
+    code: int
+    status: str
+    message: str
+
+
+def is_api_error(error: BaseException) -> TypeGuard[ApiError]:
+    return isinstance(getattr(error, "code", None), int) and isinstance(getattr(error, "status", None), str) \
+        and isinstance(getattr(error, "message", None), str)
+
+
+def api_error(error: BaseException) -> Optional[ApiError]:
     """The Google API error (google-genai's APIError: an int `code`, a `status` and a `message`) in the chain."""
-    return next((c for c in causes(error) if isinstance(getattr(c, "code", None), int)
-                 and isinstance(getattr(c, "status", None), str) and isinstance(getattr(c, "message", None), str)),
-                None)
+    return next((c for c in causes(error) if is_api_error(c)), None)
 
 
 def one_line(error: BaseException) -> str:

@@ -13,7 +13,8 @@ STOP_GRACE_S = 5.0  # after Ctrl-C or SIGTERM: how long the calls already runnin
 
 def locked_once(build: Callable):
     """A factory that builds its model once, even when several threads ask at the same time."""
-    lock, built = threading.Lock(), []
+    lock = threading.Lock()
+    built: list[Any] = []  # the model, once built
 
     def get():
         with lock:

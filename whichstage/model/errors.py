@@ -1,5 +1,6 @@
 """Bad input as one line: `InputError`, and a validation error's field path (each list item named by its id)
 and what was wrong. Pure, standard library (dataset.py uses `where` on a replay, which never imports pydantic)."""
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from whichstage._util.exits import WhichstageError
@@ -40,7 +41,7 @@ def where(data: Any, loc: tuple) -> str:
     return text or "top level"
 
 
-def first_problem(data: Any, errors: list[dict]) -> str:
+def first_problem(data: Any, errors: Sequence[Mapping[str, Any]]) -> str:
     """The first of pydantic's errors about `data` as 'rows[0] (backup).tools.pass: missing'; a check across
     fields (error type "shape") names its field below the model in its context."""
     error = errors[0]

@@ -1,6 +1,6 @@
 """The field types of the report and trace models: each says, when refused, what it expected in words
 ("expected a list of strings, got null") rather than in pydantic's terms."""
-from typing import Annotated, Any, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, WrapValidator
 from pydantic_core import PydanticCustomError
@@ -50,3 +50,14 @@ def scalar(value: Any) -> Any:
 
 
 Scalar = Annotated[Optional[Union[str, bool, int, float]], BeforeValidator(scalar)]  # any JSON scalar
+
+T = TypeVar("T")
+if TYPE_CHECKING:
+    # A field that may be absent, as `failures: Absent[Strings] = None`: its attribute is None then (the
+    # default, which pydantic never validates), while a null given is refused as its type says. A type checker
+    # reads the attribute as Optional; pydantic reads the type alone.
+    Absent = Optional[T]
+else:
+    class Absent:
+        def __class_getitem__(cls, item: Any) -> Any:
+            return item

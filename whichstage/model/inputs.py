@@ -5,7 +5,7 @@ dataset.py turns a validation error into its one-line message. dataset.py gives 
 only content that has not passed these models before (its stamps cover this file's source), so a replay of
 unchanged inputs never imports it.
 """
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -21,9 +21,13 @@ class Strict(BaseModel):
 
 
 CATEGORIES = ("answerable", "multi_hop", "unanswerable", "injection", "adversarial", "smalltalk", "contradiction")
-BEHAVIOURS = ("answer", "abstain", "chitchat")
-SPLITS = ("dev", "holdout")
-TOOLS_MATCH = ("multiset", "ordered", "exact", "subset", "superset")  # whichstage.scoring.matching.MODES
+# Each a Literal type for the field and its values as a tuple, from the one list.
+Behaviour = Literal["answer", "abstain", "chitchat"]
+BEHAVIOURS = get_args(Behaviour)
+Split = Literal["dev", "holdout"]
+SPLITS = get_args(Split)
+ToolsMatch = Literal["multiset", "ordered", "exact", "subset", "superset"]  # whichstage.scoring.matching.MODES
+TOOLS_MATCH = get_args(ToolsMatch)
 
 
 class HistoryCall(Strict):
@@ -46,13 +50,13 @@ class Case(Strict):
     # Free-form, for the per-category table (the bundled example uses CATEGORIES).
     category: Id = "uncategorised"
     # answer: from the docs; abstain: search, then say the docs do not answer; chitchat: reply, no lookup.
-    expected_behavior: Literal[BEHAVIOURS] = "answer"
-    split: Literal[SPLITS] = "dev"  # holdout cases are never reported while tuning: see docs/cases-and-inputs.md
+    expected_behavior: Behaviour = "answer"
+    split: Split = "dev"  # holdout cases are never reported while tuning: see docs/cases-and-inputs.md
     expected_docs: list[str] = Field(default_factory=list)
     # The agent's tool names: checked against the tools read from the agent (dataset.load_cases).
     expected_tools: list[str] = Field(default_factory=list)
     # How the calls are matched against expected_tools (whichstage.scoring.matching); absent is multiset, today's rule.
-    tools_match: Literal[TOOLS_MATCH] = "multiset"
+    tools_match: ToolsMatch = "multiset"
     # Arguments a call must carry, by tool: {"get_issue": {"number": 212}}; a value may be a rule, an object
     # ({"any_of": [...]}, {"equals": ..., "normalize": ["case", "space"]}, {"ignore": true}) that
     # dataset.load_cases checks against the tool's declared types.

@@ -1,14 +1,14 @@
 """A report (runs/<run>.json) and its rows, as compare and the Python API read them back, and a baseline
 file. Every field a reader uses is typed; a row's checks across fields follow its first failing stage, so
 what compare shows of that stage is there. Other fields are kept unchecked."""
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict  # pydantic reads typing's own only from Python 3.12
 
 from whichstage.model.stages import ROW_STAGES, STAGES
-from whichstage.model.fields import (Flag, MaybeStr, Number, Object, Open, Scalar, StageName, Str, Strings, Whole,
-                                     shape_error, wanted)
+from whichstage.model.fields import (Absent, Flag, MaybeStr, Number, Object, Open, Scalar, StageName, Str, Strings,
+                                     Whole, shape_error, wanted)
 from whichstage.model.trace import ToolCall, Verdict
 
 # A different model under test, prompt or pages is what a comparison is for; these change the measurement.
@@ -31,16 +31,16 @@ class Key(Open):
 class Behaviour(Open):
     """Whether the reply behaved as the case expects (answer, abstain, chitchat) and the ways it did not."""
     passed: Flag = Field(alias="pass")
-    failures: Strings = None
+    failures: Absent[Strings] = None
 
 
 class Tools(Open):
     """The tool calls against the case's: pass, why, what was missing, unexpected, or called with wrong args."""
     passed: Flag = Field(alias="pass")
     reason: MaybeStr = None
-    missing: Strings = None
-    unexpected: Strings = None
-    wrong_args: Strings = None
+    missing: Absent[Strings] = None
+    unexpected: Absent[Strings] = None
+    wrong_args: Absent[Strings] = None
     deepeval: Optional[Object] = None
 
 
@@ -48,22 +48,22 @@ class Retrieval(Open):
     """The expected pages among the first k retrieved: recall, hit, reciprocal rank, the ones missed, and the k
     they were scored at (absent in a report saved before rows held it)."""
     recall: Number
-    hit: Flag = None
-    reciprocal_rank: Number = None
-    missed: Strings = None
-    k: Whole = None
+    hit: Absent[Flag] = None
+    reciprocal_rank: Absent[Number] = None
+    missed: Absent[Strings] = None
+    k: Absent[Whole] = None
 
 
 class Counterfactual(Open):
     """A retrieval failure replayed with the expected pages: did they fix the row, or why it was not tried."""
-    available: Flag = None
-    why: Str = None
-    fixed: Flag = None
+    available: Absent[Flag] = None
+    why: Absent[Str] = None
+    fixed: Absent[Flag] = None
     first_failure: StageName = None
 
 
-def optional(model: type) -> Any:
-    return Annotated[Optional[model], wanted("an object or null")]
+T = TypeVar("T")
+ObjectOrNull = Annotated[Optional[T], wanted("an object or null")]  # as `tools: ObjectOrNull[Tools] = None`
 
 
 class Row(Open):
@@ -71,25 +71,25 @@ class Row(Open):
     (null when every stage passed; "error" when a call failed, with `error` saying why)."""
     id: Str
     first_failure: StageName
-    criteria: Annotated[dict[str, Number], wanted("an object of thresholds")] = None
+    criteria: Absent[Annotated[dict[str, Number], wanted("an object of thresholds")]] = None
     error: MaybeStr = None
-    question: Str = None
-    category: Str = None
-    split: Str = None
-    expected_behavior: Str = None
-    reference: Str = None
-    expected_docs: Strings = None
-    expected_tools: Strings = None
+    question: Absent[Str] = None
+    category: Absent[Str] = None
+    split: Absent[Str] = None
+    expected_behavior: Absent[Str] = None
+    reference: Absent[Str] = None
+    expected_docs: Absent[Strings] = None
+    expected_tools: Absent[Strings] = None
     answer: MaybeStr = None
-    calls: Strings = None  # the tools called, in order
-    tool_calls: Annotated[list[ToolCall], wanted("a list")] = None
-    retrieved: Strings = None  # page ids the retriever returned
-    behaviour: optional(Behaviour) = None
-    tools: optional(Tools) = None
-    retrieval: optional(Retrieval) = None
-    judged: Annotated[dict[str, Annotated[Verdict, wanted("an object")]], wanted("an object")] = None
-    counterfactual: optional(Counterfactual) = None
-    usage: Object = None
+    calls: Absent[Strings] = None  # the tools called, in order
+    tool_calls: Absent[Annotated[list[ToolCall], wanted("a list")]] = None
+    retrieved: Absent[Strings] = None  # page ids the retriever returned
+    behaviour: ObjectOrNull[Behaviour] = None
+    tools: ObjectOrNull[Tools] = None
+    retrieval: ObjectOrNull[Retrieval] = None
+    judged: Absent[Annotated[dict[str, Annotated[Verdict, wanted("an object")]], wanted("an object")]] = None
+    counterfactual: ObjectOrNull[Counterfactual] = None
+    usage: Absent[Object] = None
     agent_s: Annotated[Optional[float], wanted("a number or null")] = None
 
     @model_validator(mode="after")
@@ -113,15 +113,19 @@ class Row(Open):
     def why_fields(self) -> list[tuple[Open, tuple]]:
         """The fields that say why the first failing stage failed (what compare shows of it): each with the
         object holding it and its path in the row."""
-        first, counterfactual = self.first_failure, self.counterfactual
+        # Read once _names_its_first_failure has found the stage first_failure names in the row, so the object
+        # of each branch is there (the casts say so to a type checker).
+        first, counterfactual = cast(str, self.first_failure), self.counterfactual
         if first == "tools":
-            lists = () if "deepeval" in self.tools.model_fields_set else ("missing", "unexpected")
-            return [(self.tools, ("tools", field)) for field in ("reason", *lists)]
+            tools = cast(Tools, self.tools)
+            lists = () if "deepeval" in tools.model_fields_set else ("missing", "unexpected")
+            return [(tools, ("tools", field)) for field in ("reason", *lists)]
         if first == "behaviour":
-            return [(self.behaviour, ("behaviour", "failures"))]
+            return [(cast(Behaviour, self.behaviour), ("behaviour", "failures"))]
         if first != "retrieval":
-            return [(self.judged[first], ("judged", first, "reason"))]
-        fields = [(self.retrieval, ("retrieval", "missed")), (self, ("retrieved",))]
+            return [(cast(dict[str, Verdict], self.judged)[first], ("judged", first, "reason"))]
+        fields: list[tuple[Open, tuple]] = [(cast(Retrieval, self.retrieval), ("retrieval", "missed")),
+                                            (self, ("retrieved",))]
         if counterfactual is not None and counterfactual.available is False:
             return [*fields, (counterfactual, ("counterfactual", "why"))]
         if counterfactual is not None and counterfactual.model_fields_set:
@@ -137,12 +141,12 @@ class Report(Open):
     key: Annotated[Key, wanted("an object")]
     threshold: Number
     thresholds: Annotated[dict[str, Number], wanted("an object")] = Field(default_factory=dict)
-    split: Str = None
-    k: Annotated[int, wanted("a whole number")] = None
-    held_out: Annotated[int, wanted("a whole number")] = None
+    split: Absent[Str] = None
+    k: Absent[Annotated[int, wanted("a whole number")]] = None
+    held_out: Absent[Annotated[int, wanted("a whole number")]] = None
     rows: Annotated[list[Annotated[Row, wanted("an object")]], wanted("a list")]
-    summary: Object = None
-    calibration: Object = None
+    summary: Absent[Object] = None
+    calibration: Absent[Object] = None
 
     @model_validator(mode="after")
     def _one_row_a_case(self) -> "Report":

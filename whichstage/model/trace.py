@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
-from whichstage.model.fields import MaybeNumber, MaybeStr, Number, Object, Open, Str, Whole, wanted
+from whichstage.model.fields import Absent, MaybeNumber, MaybeStr, Number, Object, Open, Str, Whole, wanted
 
 
 class ToolCall(Open):
@@ -53,7 +53,7 @@ class Verdict(Open):
     it to, and the judge's time, tokens and cost where recorded."""
     score: MaybeNumber
     reason: MaybeStr = None
-    threshold: Number = None
+    threshold: Absent[Number] = None
     judge_s: MaybeNumber = None
     cost: MaybeNumber = None
     tokens_in: Optional[Whole] = None

@@ -8,7 +8,7 @@ an httpx client built with stopping.client_options() (none sent once the run is 
 taken as silent). The judge makes one attempt per call (DeepEval's tenacity retry is dropped with its
 `generate`), and an answer with nothing to use raises one line (gemini_answers.UnusableAnswer).
 """
-from typing import Optional
+from typing import Any, Callable, Optional, TypedDict
 
 from whichstage.providers.answers import BlockedResponse, EmptyResponse, UnusableAnswer, judge_cost, judged
 from whichstage.providers.names import model_of
@@ -27,6 +27,14 @@ async def _answered(response) -> None:
     answered(response)
 
 
+class ClientOptions(TypedDict):
+    """What both anthropic SDK clients are built with."""
+    api_key: str
+    base_url: str
+    timeout: float
+    max_retries: int
+
+
 def anthropic_client(timeout_s: Optional[float] = None, async_mode: bool = False):
     """An anthropic SDK client making one attempt per call (max_retries=0) with a timeout, whose httpx client
     carries the run's request hooks (stopping.client_options; awaited on the async client)."""
@@ -34,11 +42,12 @@ def anthropic_client(timeout_s: Optional[float] = None, async_mode: bool = False
     import httpx2  # the SDK's HTTP module
 
     timeout = timeout_s or call_timeout()
-    options = {"api_key": anthropic_key(), "base_url": hosted_url("anthropic")[0], "timeout": timeout, "max_retries": 0}
+    options = ClientOptions(api_key=anthropic_key(), base_url=hosted_url("anthropic")[0], timeout=timeout,
+                            max_retries=0)
     if async_mode:
-        hooks = {"event_hooks": {"request": [_before_request], "response": [_answered]}}
+        hooks: dict[str, list[Callable[..., Any]]] = {"request": [_before_request], "response": [_answered]}
         return anthropic.AsyncAnthropic(**options, http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout,
-                                                                                                  **hooks))
+                                                                                                  event_hooks=hooks))
     return anthropic.Anthropic(**options, http_client=anthropic.DefaultHttpxClient(timeout=timeout,
                                                                                    **client_options(httpx2)))
 
@@ -78,8 +87,11 @@ def anthropic_chat(name: str):
                     raise problem
             return result
 
-    return AnthropicChat(model=model_of(name), temperature=0, max_retries=0, timeout=call_timeout(),
-                         api_key=anthropic_key(), base_url=hosted_url("anthropic")[0], disable_streaming=True)
+    # ignore: ChatAnthropic's fields taken by name (populate_by_name), `api_key` as a str its SecretStr field
+    # converts; mypy reads pydantic's __init__ as taking each field's alias, of the field's type.
+    return AnthropicChat(model=model_of(name), temperature=0, max_retries=0,  # type: ignore[call-arg]
+                         timeout=call_timeout(), api_key=anthropic_key(),  # type: ignore[arg-type]
+                         base_url=hosted_url("anthropic")[0], disable_streaming=True)
 
 
 def answer_text(message) -> str:

@@ -109,7 +109,7 @@ def extra_of(name: str) -> Optional[str]:
 def check_installed(name: str) -> None:
     """The packages of the model's extra are installed (nothing is imported), else a ProviderError saying how."""
     extra = extra_of(name)
-    missing = [p for p in EXTRAS.get(extra, ()) if package_version(p) == "not installed"]
+    missing = [p for p in (EXTRAS.get(extra, ()) if extra is not None else ()) if package_version(p) == "not installed"]
     if missing:
         model = f"the {name} embedder" if extra == "e5" else f"the model {printable(name)}"
         raise ProviderError(f"{model} needs {' and '.join(missing)}: install whichstage with its {extra} extra "

@@ -63,8 +63,10 @@ def gemini_chat(name: str):
                 raise problem
             return result
 
-    return GeminiChat(model=name, temperature=0, google_api_key=google_api_key(), max_retries=1,
-                      timeout=call_timeout(), disable_streaming=True, client_args=reusing())
+    # ignore: the fields taken by name (populate_by_name), where mypy reads pydantic's __init__ as taking
+    # each field's alias (api_key, retries, request_timeout).
+    return GeminiChat(model=name, temperature=0, google_api_key=google_api_key(),  # type: ignore[call-arg]
+                      max_retries=1, timeout=call_timeout(), disable_streaming=True, client_args=reusing())
 
 
 def gemini_embedder(name: str):
@@ -74,7 +76,8 @@ def gemini_embedder(name: str):
     from langchain_google_genai import GoogleGenerativeAIEmbeddings
 
     key = google_api_key()
-    embeddings = GoogleGenerativeAIEmbeddings(model=name, google_api_key=key)
+    # ignore: google_api_key by name, where mypy reads pydantic's __init__ as taking its alias (api_key)
+    embeddings = GoogleGenerativeAIEmbeddings(model=name, google_api_key=key)  # type: ignore[call-arg]
     embeddings.client = genai.Client(api_key=key, http_options=gemini_http_options())
     return embeddings
 

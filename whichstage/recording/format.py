@@ -43,7 +43,8 @@ def read_lines(path: Path, requests: bool = False) -> Optional[dict]:
 
 def named_lines(f) -> tuple[dict[str, str], str]:
     """The lines `  "name": {...}` from here, each as its value's text by its name, and the line that ends them."""
-    found, decode, line = {}, json.JSONDecoder().raw_decode, ""
+    found: dict[str, str] = {}
+    decode, line = json.JSONDecoder().raw_decode, ""
     for line in f:
         if not line.startswith(ENTRY_LINE):
             return found, line

@@ -40,7 +40,9 @@ def read_journal(path: Path, check: Optional[Check] = None) -> Optional[dict]:
         meta = json.loads(lines[0])
     except (ValueError, RecursionError):  # ValueError: malformed, or an integer longer than Python converts
         meta = None
-    entries, requests, damaged = {}, {}, []
+    entries: dict[str, dict] = {}
+    requests: dict[str, dict] = {}  # each answered request by its key (request_line)
+    damaged: list[str] = []
     for number, line in enumerate(lines[1:], start=2):
         try:
             item = json.loads(line)

@@ -115,11 +115,11 @@ class Requests:
         waited for (`wait()` runs between looks: it raises once the run is stopped)."""
         with self.lock:
             found = self.known(key)
-            flight = None if found is not None else self.flights.get(key)
-            owner = found is None and flight is None
-            if owner:
-                flight = self.flights[key] = Flight()
-        if flight is not None and not owner:
+            flight = None if found is not None else self.flights.get(key)  # another call's, on its way
+            owned = Flight() if found is None and flight is None else None  # this call's: it sends the request
+            if owned is not None:
+                self.flights[key] = owned
+        if flight is not None:
             while not flight.done.wait(0.25):
                 wait()
             found = flight.record
@@ -138,14 +138,14 @@ class Requests:
                     self.sent_by[entry].append(key)
             if record is not None:
                 self.journal({"request": key, "entries": [entry], **record})
-            if owner:
-                flight.record = record
+            if owned is not None:
+                owned.record = record
             return None, response
         finally:
-            if owner:
+            if owned is not None:
                 with self.lock:
                     self.flights.pop(key, None)
-                flight.done.set()
+                owned.done.set()
 
     @contextmanager
     def serving(self, entry: str) -> Iterator[None]:

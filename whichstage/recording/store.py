@@ -5,7 +5,7 @@ import threading
 from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import IO, TYPE_CHECKING, Any, Callable, Optional, cast
 
 import whichstage.recording.journal as journal
 from whichstage._util.files import RecordingError, shown, write_atomic
@@ -93,7 +93,7 @@ class Cassette:
         self.indexes: dict[str, Callable[[], dict[str, str]]] = {}  # field -> the hash of each of its parts now
         self.explained: dict[tuple[str, Any], str] = {}  # (field, its recorded hash) -> why, once each
         self.lock = threading.Lock()
-        self.held = None  # the open lock file of a live run
+        self.held: Optional[IO[str]] = None  # the open lock file of a live run
         self.ended = False  # the run has returned: a call still running journals nothing (end())
         self.requests: Optional["Requests"] = None  # a live run's requests (cassette/requests.py); a plan sends none
         if mode is Mode.REPLAY:
@@ -310,11 +310,13 @@ class Cassette:
                 self.planned.append((entry, why))
                 self.used[entry] = {"deps": {}, "value": value}
             return value
+        # A live run's callers pass `compute`; only a replay (Stale above) or a plan (predict) reads without.
+        run = cast(Callable[[], Any], compute)
         if self.requests is None:
-            value = dump_entry(compute())
+            value = dump_entry(run())
         else:
             with self.requests.serving(entry):
-                value = dump_entry(compute())
+                value = dump_entry(run())
         item = {"deps": dump_entry(deps_of(value)), "value": value}
         with self.lock:
             if self.ended:

@@ -10,7 +10,7 @@ in reverse order of the requests, since the API promises no order (a client matc
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from whichstage.standins.anthropic_wire import error_body, last_user_text
 
@@ -47,8 +47,18 @@ def message_batch(batch: Batch, url: str) -> dict:
             "results_url": f"{url}/v1/messages/batches/{batch.id}/results" if ended else None}
 
 
-class BatchRoutes:
+if TYPE_CHECKING:  # mixed into anthropic.Handler: to a type checker, a request handler
+    from whichstage.standins.ollama import QuietHandler as RoutesBase
+else:
+    RoutesBase = object
+
+
+class BatchRoutes(RoutesBase):
     """The Message Batches routes of the stand-in's request handler (anthropic.Handler)."""
+    if TYPE_CHECKING:  # anthropic.Handler's own
+        def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record: Any) -> None: ...
+        def served(self, model: str) -> bool: ...
+        def outcome(self, body: dict) -> tuple[int, dict, Optional[dict], dict]: ...
 
     def batch_create(self, body: dict) -> None:
         standin = self.server.standin

@@ -68,7 +68,8 @@ class StandIn(RequestLog):
 
 
 class Handler(BatchRoutes, QuietHandler):
-    def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
+    # self a QuietHandler: anthropic.Handler answers with this function too
+    def reply(self: QuietHandler, status: int, body: Any, headers: Optional[dict] = None, **record) -> None:
         # Logged before the answer leaves, so a client that has its answer finds the request in the log.
         self.server.standin.log(method=self.command, path=urlsplit(self.path).path, status=status,
                                 **{"model": "", "kind": "", "fault": "", "marker": "", "batch": "", **record})

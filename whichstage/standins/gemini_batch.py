@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from whichstage.standins.gemini_faults import JOB_ERRORS, MESSAGES
 from whichstage.standins.gemini_wire import error_body, is_embedder, last_user_text
@@ -77,16 +77,28 @@ def job_text(requests: list) -> str:
     return "\n".join(last_user_text((item.get("request") or {}).get("contents") or []) for item in requests)
 
 
-class BatchRoutes:
+if TYPE_CHECKING:  # mixed into gemini.Handler: to a type checker, a request handler
+    from whichstage.standins.ollama import QuietHandler as RoutesBase
+else:
+    RoutesBase = object
+
+
+class BatchRoutes(RoutesBase):
     """The Batch API's routes of the stand-in's request handler (gemini.Handler): create, get, cancel, delete.
     A job runs on the get that finds it due, each inline request answered as generateContent answers it."""
+    if TYPE_CHECKING:  # gemini.Handler's own
+        def reply(self, status: int, body: Any, headers: Optional[dict] = None, **record: Any) -> None: ...
+        def reset(self, **record: Any) -> None: ...
+        def generate(self, model: str, body: dict) -> tuple: ...
+        def outcome(self, model: str, kind: str, text: str,
+                    respond: Callable[..., Any]) -> tuple[int, dict, Optional[dict], dict]: ...
 
     def batch_create(self, model: str, body: dict) -> None:
         """Queue a batch job of inline requests; nothing is answered until a get finds the job due."""
         standin = self.server.standin
         batch = body.get("batch") or {}
         requests = ((batch.get("inputConfig") or {}).get("requests") or {}).get("requests")
-        record = {"model": model, "kind": "batch-create"}
+        record: dict[str, Any] = {"model": model, "kind": "batch-create"}  # the log record's fields
         if is_embedder(model):
             return self.reply(400, error_body(400, f"models/{model} does not support batchGenerateContent"),
                               **record)
@@ -118,7 +130,7 @@ class BatchRoutes:
             status = int(polled.kind.removeprefix("poll-"))
             headers = {"Retry-After": f"{polled.retry_after:g}"} if status == 429 else None
             return self.reply(status, error_body(status, MESSAGES[status]), headers, **record)
-        fault = {"fault": "", "marker": ""}
+        fault: dict[str, Any] = {"fault": "", "marker": ""}  # the log record's fields
         with job.lock:
             job.gets += 1
             if job.state not in ENDED:

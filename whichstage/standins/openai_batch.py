@@ -6,6 +6,7 @@ HTTP fault becomes a line of its error file) and answers it completed, or expire
 import json
 from email.parser import BytesParser
 from email.policy import default
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from whichstage.offline import lexical_judge
 from whichstage.standins.openai_wire import MESSAGES, error_body, is_judge, last_user_text
@@ -20,8 +21,19 @@ def batch_body(job: dict) -> dict:
                 "id", "input_file_id", "status", "output_file_id", "error_file_id", "request_counts")}}
 
 
-class BatchRoutes:
+if TYPE_CHECKING:  # mixed into openai.Handler: to a type checker, a request handler
+    from whichstage.standins.ollama import QuietHandler as RoutesBase
+else:
+    RoutesBase = object
+
+
+class BatchRoutes(RoutesBase):
     """The Handler's file and batch routes (standins/openai.py), on its StandIn's `files` and `jobs`."""
+    if TYPE_CHECKING:  # openai.Handler's own
+        def reply(self, status: int, body: Any, headers: Optional[dict] = None, raw: bool = False,
+                  **record: Any) -> None: ...
+        def judge(self, model: str, body: dict) -> dict: ...
+        def rules(self, model: str, body: dict) -> dict: ...
 
     def new_file(self, data: bytes, name: str) -> dict:
         standin = self.server.standin
@@ -37,8 +49,8 @@ class BatchRoutes:
         parts = {p.get_param("name", header="content-disposition"): p for p in form.iter_parts()}
         if "file" not in parts:
             return self.reply(400, error_body(400, "stand-in: no file in the upload"))
-        self.reply(200, self.new_file(parts["file"].get_payload(decode=True), parts["file"].get_filename() or ""),
-                   kind="file-upload")
+        data = cast(bytes, parts["file"].get_payload(decode=True))  # a part that is no multipart: its bytes
+        self.reply(200, self.new_file(data, parts["file"].get_filename() or ""), kind="file-upload")
 
     def file_content(self, file_id: str) -> None:
         data = self.server.standin.files.get(file_id)
@@ -77,7 +89,8 @@ class BatchRoutes:
             fault, _ = faults.fault_for(body.get("model", ""), last_user_text(body.get("messages") or []), "run")
             if fault:
                 return ENDED[fault.kind]
-        answered, failed = [], []
+        answered: list[str] = []
+        failed: list[str] = []
         for index, line in enumerate(job["lines"]):
             status, body = self.line_answer(line["body"], job["id"], index)
             (answered if status == 200 else failed).append(json.dumps({
