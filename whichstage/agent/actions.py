@@ -5,7 +5,7 @@ and arguments whose only effect is a fixed result: the action awaits the user's 
 message carries a marker (`MARKER` in its artifact) so the trace records the proposal (whichstage/agent/capture.py).
 """
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from whichstage.model.errors import InputError
 from whichstage.project.config import CONFIG
@@ -26,7 +26,7 @@ def proposed_class() -> type:
     from langchain_core.tools import BaseTool
 
     class Proposed(BaseTool):
-        response_format: str = "content_and_artifact"
+        response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"  # as BaseTool types it
 
         def _run(self, *args: Any, **kwargs: Any) -> tuple[str, dict]:
             return awaiting(self.name, kwargs), {MARKER: self.name}

@@ -69,9 +69,9 @@ def recorder():
 def messages_of(history: list[dict]) -> list:
     """A case's earlier turns as LangChain messages: a user turn, an assistant turn (its tool calls first,
     each answered by its recorded output, then its reply)."""
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-    messages = []
+    messages: list[BaseMessage] = []
     for t, turn in enumerate(history):
         if turn["role"] == "user":
             messages.append(HumanMessage(content=turn["content"]))
@@ -121,7 +121,8 @@ def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
         outputs.append(output)
     usage = {"input_tokens": 0, "output_tokens": 0}
     for m in replies:
-        for field in usage:
-            usage[field] += (m.usage_metadata or {}).get(field, 0)
+        if m.usage_metadata:  # None when the provider reports no counts
+            usage["input_tokens"] += m.usage_metadata.get("input_tokens", 0)
+            usage["output_tokens"] += m.usage_metadata.get("output_tokens", 0)
     return {"answer": replies[-1].text, "tool_calls": calls, "tool_outputs": outputs, "usage": usage,
             **({"proposed": proposals} if proposals else {})}

@@ -104,7 +104,7 @@ def describe(project: Project, pages: list[dict], records: dict[str, dict]) -> D
         factory = import_function(project, project.agent, "agent")
         names = wanted(factory, project.agent, "agent", PROVIDED)
         rank = import_function(project, project.rank, "rank") if project.rank else None
-        ranks = wanted(rank, project.rank, "rank", PROVIDED) if rank else []
+        ranks = wanted(rank, project.rank, "rank", PROVIDED) if rank and project.rank else []
         agent = build_agent(project, offline_values(project, pages, records))
         found = Described(names, describe_tools(tools_of(agent)), ranks)
         try:
@@ -146,7 +146,7 @@ def check_roles(project: Project, described: Described) -> None:
 def rules_roles(project: Project, records: dict) -> dict[str, dict]:
     """What the offline `rules` model is told of each tool with a role: the role, and for a lookup the key
     argument and the keys its records hold (the argument's type it reads from the tool itself)."""
-    roles = {}
+    roles: dict[str, dict] = {}
     for name, role in project.roles.items():
         roles[name] = {"role": role.role}
         if role.role == "lookup":

@@ -12,7 +12,7 @@ raises PageRuleError, the configuration's fault in every case alike.
 """
 import json
 import re
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from whichstage.model.errors import InputError
 from whichstage._util.jsontext import loads
@@ -159,15 +159,16 @@ def at_path(item: dict, role: ToolRole, tool: str) -> Any:
     recorded (`id`, `page_content`, `metadata`)."""
     value: Any = item.get("item") or {"id": item["id"], "page_content": item["text"],
                                       "metadata": item.get("metadata", {})}
-    for depth, part in enumerate(role.page.split(".")):
+    path = cast(str, role.page)  # item_page asks only for a tool with a `page` rule
+    for depth, part in enumerate(path.split(".")):
         if not isinstance(value, dict) or part not in value:
-            if role.page.startswith("metadata.") and "item" not in item and "metadata" not in item:
-                raise Unreadable(f"{tool} returned an item with nothing at {role.page!r} ({rule_of(role)}); its "
+            if path.startswith("metadata.") and "item" not in item and "metadata" not in item:
+                raise Unreadable(f"{tool} returned an item with nothing at {path!r} ({rule_of(role)}); its "
                                  "recording holds no metadata: record it again with --live")
-            raise rule_error(role, item, nothing_at(value, role.page.split(".")[:depth + 1]), tool)
+            raise rule_error(role, item, nothing_at(value, path.split(".")[:depth + 1]), tool)
         value = value[part]
     if not isinstance(value, (str, int)) or isinstance(value, bool):
-        raise rule_error(role, item, f"its {role.page!r} is {shown_output(json.dumps(value))}, not a page id", tool)
+        raise rule_error(role, item, f"its {path!r} is {shown_output(json.dumps(value))}, not a page id", tool)
     return value
 
 

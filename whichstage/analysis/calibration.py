@@ -17,6 +17,7 @@ import sys
 import argparse
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -89,15 +90,17 @@ def deps_of(case: dict, judge: dict, own: dict[str, Criterion]):
 
 
 def verdict(scores: list[Optional[float]], threshold: float = THRESHOLD) -> str:
-    if any(s is None for s in scores):
+    known = [s for s in scores if s is not None]
+    if len(known) < len(scores):
         return "error"
-    below = [s < threshold for s in scores]
+    below = [s < threshold for s in known]
     return "fail" if all(below) else "pass" if not any(below) else "unstable"
 
 
 def spread(scores: list[Optional[float]]) -> Optional[float]:
     """The gap between a case's highest and lowest repeated score, exact; None when a repeat errored."""
-    return None if any(s is None for s in scores) else max(scores) - min(scores)
+    known = [s for s in scores if s is not None]
+    return None if len(known) < len(scores) else max(known) - min(known)
 
 
 def row(case: dict, runs: list[dict], threshold: float = THRESHOLD) -> dict:
@@ -197,7 +200,7 @@ def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progr
 
     for case in cases["cases"]:
         for i in range(REPEATS):
-            pool.submit(lambda c=case, n=f"{case['id']}/{i}": score(c, n))
+            pool.submit(partial(score, case, f"{case['id']}/{i}"))
     pool.run()
 
 

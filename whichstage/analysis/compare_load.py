@@ -1,5 +1,7 @@
 """A report read back by compare: read, recognised as a report, and checked against whichstage.model.report,
 each problem one line naming the file, the row and the field."""
+from pathlib import Path
+
 from whichstage._util.files import read_json
 from whichstage.model.report import check_report
 from whichstage._util.exits import WhichstageError
@@ -12,7 +14,7 @@ class CompareError(WhichstageError):
 def load_report(path: str) -> dict:
     """Read one saved report and check it against the Report model, turning every way it can be unusable into
     a one-line error naming the file as typed."""
-    report = read_json(path, CompareError, path)
+    report = read_json(Path(path), CompareError, path)
     if not looks_like_report(report):
         raise CompareError(f"{path}: not an evaluation report (expected 'key', 'threshold' and 'rows' with 'id' "
                            f"and 'first_failure')")

@@ -7,8 +7,8 @@ from whichstage.scoring.gating import stage_order
 from whichstage._util.stats import rate_text
 
 
-def cell(text: str) -> str:
-    """Text as one markdown table cell: pipes escaped, one line."""
+def cell(text: object) -> str:
+    """Text (or any value, as str shows it) as one markdown table cell: pipes escaped, one line."""
     return " ".join(str(text).replace("|", "\\|").split())
 
 

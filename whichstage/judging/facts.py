@@ -5,10 +5,12 @@ The judge reads the expected facts and the answer as one JSON object (never pros
 itself off as an instruction or as a fact), under the INPUT header; the offline judge reads that section.
 """
 import json
+from typing import cast
 
 from deepeval.metrics import BaseMetric
 from deepeval.metrics.utils import (a_generate_with_schema_and_extract, generate_with_schema_and_extract,
                                     initialize_model, prepare_measure)
+from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import SingleTurnParams
 from pydantic import BaseModel
 
@@ -57,13 +59,17 @@ def outcome(facts: list[str], verdicts: list[FactVerdict]) -> tuple[float, str, 
 class ExpectedFactsMetric(BaseMetric):
     """One verdict per expected fact through the judge; strict: the score is 1 only when every fact is
     covered. `fact_verdicts` keeps each fact's verdict and reason for the recording."""
-    _required_params = [SingleTurnParams.ACTUAL_OUTPUT]
+    # BaseMetric assigns List[SingleTurnParams] where it means to annotate it
+    _required_params = [SingleTurnParams.ACTUAL_OUTPUT]  # type: ignore[assignment]
+    threshold: float  # BaseMetric's is Optional; this metric's is always 1.0 (strict)
 
     def __init__(self, facts: list[str], model, async_mode: bool = False):
         self.facts, self.threshold, self.strict_mode = list(facts), 1.0, True
         self.model, self.using_native_model = initialize_model(model)
-        self.evaluation_model = self.model.get_model_name()
-        self.async_mode, self.include_reason, self.fact_verdicts = async_mode, True, []
+        # initialize_model gives None only for an eval_mode of system_one, which it is not given here
+        self.evaluation_model = cast(DeepEvalBaseLLM, self.model).get_model_name()
+        self.fact_verdicts: list[dict] = []
+        self.async_mode, self.include_reason = async_mode, True
 
     def _start(self, test_case) -> str:
         prepare_measure(self, test_case)  # checks the case, zeroes the cost and token counts

@@ -120,7 +120,7 @@ def measure(metric_name: str, judge, question: str, answer: str, reference: str,
 
     metric = make(judge) if make else make_metric(metric_name, judge, facts=facts)
     usage = getattr(judge, "usage", None)  # the offline judge counts its own words; DeepEval counts the rest
-    before = usage() if usage else None
+    before = usage() if usage else ()  # read only when there is a usage to count
     case = Measure(metric_name, question, answer, reference, context, facts).test_case()
     _, took = timed(lambda: metric.measure(case, _show_indicator=False))
     tokens = (metric.input_tokens, metric.output_tokens)
@@ -150,7 +150,10 @@ def tool_scores(question: str, calls: list[dict], expected: list[str], judge) ->
     metric = ToolCorrectnessMetric(model=judge, async_mode=False)
     metric.measure(LLMTestCase(input=question, tools_called=[ToolCall(name=c["name"], input_parameters=c["args"])
                                                              for c in calls],
-                               expected_tools=[ToolCall(name=name) for name in expected]), _show_indicator=False)
+                               # deepeval declares input_parameters = Field(None, ...): mypy (no pydantic plugin)
+                               # reads a positional default as none, though pydantic defaults it to None
+                               expected_tools=[ToolCall(name=name)  # type: ignore[call-arg]
+                                               for name in expected]), _show_indicator=False)
     return {"score": metric.score, "reason": metric.reason}
 
 

@@ -4,6 +4,7 @@ import glob
 import json
 import re
 from pathlib import Path
+from typing import cast
 
 from whichstage._util import jsontext as json_text
 from whichstage.model.errors import InputError
@@ -20,12 +21,13 @@ def read_pages(project: Project, validated) -> list[dict]:
     spec = project.pages
     if spec is None:
         return []
-    one_file = isinstance(spec, str) and spec.endswith(".json") and not glob.has_magic(spec)
-    if one_file:
+    if isinstance(spec, str) and spec.endswith(".json") and not glob.has_magic(spec):
+        one_file = True
         path = project.path(spec, "pages")
         pages = read(path, spec)
         validated.check(path, "Pages", {"pages": pages}, label=spec)
     else:
+        one_file = False
         pages = markdown_pages(project, [spec] if isinstance(spec, str) else spec)
     seen = set()
     for i, page in enumerate(pages):
@@ -89,7 +91,8 @@ BLOCK = re.compile(r"^\s*(?:#|[-*+]\s|\d+[.)]\s|>|```|~~~|\||<)|^\s{4}")
 def unwrapped(text: str) -> str:
     """Markdown as it reads: the soft line breaks inside a paragraph as spaces, so a sentence wrapped over
     two lines is one sentence. Headings, list items, quotes, tables and fenced code keep their lines."""
-    lines, out, fenced = text.splitlines(), [], False
+    lines, fenced = text.splitlines(), False
+    out: list[str] = []
     for line in lines:
         starts_block = bool(BLOCK.match(line))
         if line.lstrip().startswith(("```", "~~~")):
@@ -105,17 +108,19 @@ def unwrapped(text: str) -> str:
 
 def read_records(project: Project) -> dict[str, dict]:
     """Each lookup tool's records: a JSON object whose keys are strings and whose values are objects."""
-    found, by_file = {}, {}
+    found: dict[str, dict] = {}
+    by_file: dict[str, dict] = {}
     for name, role in project.roles.items():
         if role.role != "lookup":
             continue
-        if role.records not in by_file:
-            records = read(project.path(role.records, f"tools.{name}.records"), role.records)
+        file = cast(str, role.records)  # a lookup always names its records file (config.tool_role)
+        if file not in by_file:
+            records = read(project.path(file, f"tools.{name}.records"), file)
             if not isinstance(records, dict):
-                raise InputError(f"{role.records}: expected a JSON object of records by key")
+                raise InputError(f"{file}: expected a JSON object of records by key")
             bad = next((k for k, v in records.items() if not isinstance(v, dict)), None)
             if bad is not None:
-                raise InputError(f"{role.records}: {bad}: expected a JSON object (a record)")
-            by_file[role.records] = records
-        found[name] = by_file[role.records]
+                raise InputError(f"{file}: {bad}: expected a JSON object (a record)")
+            by_file[file] = records
+        found[name] = by_file[file]
     return found

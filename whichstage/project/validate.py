@@ -66,7 +66,8 @@ class Validated:
     parsed content). New stamps are written by `save`, once the whole load has passed every check."""
 
     def __init__(self, folder: Path):
-        self.path, self.new = Path(folder) / CACHE, {}
+        self.path = Path(folder) / CACHE
+        self.new: dict[str, str] = {}
         try:
             stamps = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):  # no cache yet, or a damaged one: validate everything

@@ -4,7 +4,7 @@ ones marked, a line where k cuts them) and each chunk it returned on its own, th
 its reason, and the first failure. Pure: `text(row, trace, view)` returns the lines."""
 import json
 import textwrap
-from typing import Optional
+from typing import Optional, cast
 
 from whichstage._util.console import visible
 from whichstage.render.markdown import threshold
@@ -137,8 +137,9 @@ def judged_verdict(result: StageResult, default: float = THRESHOLD) -> str:
     score = "-" if result.score is None else f"{result.score:.2f}"
     if result.gates is None:
         return f"{score} (reported, not gating)"
+    # a judged metric that gates has its threshold (row_view): never None here
     notes = ([] if result.gates == result.stage else [f"gates {result.gates}"]) + \
-        ([f"threshold {threshold(result.threshold)}"] if result.threshold != default else [])
+        ([f"threshold {threshold(cast(float, result.threshold))}"] if result.threshold != default else [])
     return f"{result.mark} {score}" + (f" ({'; '.join(notes)})" if notes else "")
 
 

@@ -6,7 +6,7 @@ import shutil
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 import orjson
 
@@ -89,8 +89,9 @@ def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Op
     """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep a copy in the
     history as runs/history/<name>/<label>.*. An explicit label that already holds another report is refused
     before anything is written; without one, the UTC time is the label, with -2, -3... if that second is taken."""
+    seen_views: Sequence[Optional[list]] = views if views else [None] * len(reports)
     latest = [report_files(folder, report, text, seen)
-              for report, text, seen in zip(reports, texts, views or [None] * len(reports), strict=False)]
+              for report, text, seen in zip(reports, texts, seen_views, strict=False)]
     if label is None:
         label = free_label(latest, utc_now().strftime(TIME_LABEL))
     for files in latest:

@@ -1,6 +1,6 @@
 """The HTML page's stage table and its section per case: each stage's verdict, reason and threshold as
 stage_view.row_view gives them, the calls, each search's documents, the answer and the reference. Pure."""
-from typing import Optional
+from typing import Optional, cast
 
 from whichstage.render.html_markup import ARGUMENTS, cell, escaped, listed, mark, num, verdict_class
 from whichstage.render.markdown import threshold
@@ -66,7 +66,7 @@ def _documents(ranked: list[str], expected: list[str], k: Optional[int]) -> str:
     scored = found if k is None else found[:k]
     items = "".join(f'<li class="expected">{escaped(p + chunks)} &#10003; expected</li>' if p in expected
                     else f"<li>{escaped(p + chunks)}</li>" for p, chunks in scored)
-    if len(scored) == len(found):
+    if k is None or len(scored) == len(found):  # no k: every document is scored
         return f"<ol>{items}</ol>"
     below = "".join(f'<li class="below-k missed">{escaped(p + chunks)} &#10007; {escaped(below_cut(k, True))}</li>'
                     if p in expected else f'<li class="below-k">{escaped(p + chunks)}</li>' for p, chunks in found[k:])
@@ -121,7 +121,8 @@ def judged_verdict(result: StageResult, default: float) -> str:
     if result.gates is None:
         return "reported, not gating"
     return (result.mark + ("" if result.gates == result.stage else f" (gates {result.gates})")
-            + ("" if result.threshold == default else f" (threshold {threshold(result.threshold)})"))
+            # a judged metric that gates has its threshold (row_view): never None here
+            + ("" if result.threshold == default else f" (threshold {threshold(cast(float, result.threshold))})"))
 
 
 def _judged(r: dict, view: RowView, default: float) -> str:
@@ -149,7 +150,7 @@ def _why(r: dict, view: RowView) -> str:
         why = f'<p class="reason"><strong>Why:</strong> {escaped(view.stages[failure].reason)}</p>'
     else:
         why = ""
-    cf = r.get("counterfactual")
+    cf = r.get("counterfactual") or {}  # a dict wherever the view has a counterfactual to word
     return why + (f'<p class="counterfactual"><strong>Counterfactual ({escaped(cf.get("for") or "retrieval")}):'
                   f"</strong> {escaped(view.counterfactual)}.</p>" if view.counterfactual else "")
 

@@ -173,7 +173,9 @@ def _rate_figure(fig: str, heading: str, title: str, rates: list[tuple[str, dict
 
 def _stage_rates(report: dict) -> str:
     s = report.get("summary") or {}
-    stages = s.get("stages") if isinstance(s.get("stages"), dict) else {}
+    stages = s.get("stages")
+    if not isinstance(stages, dict):
+        stages = {}
     rates = ([("every stage", s["pass_rate"])] if isinstance(s.get("pass_rate"), dict) else []) + \
         [(stage.replace("_", " "), stages[stage]) for stage in stage_order(report.get("rows", [])) if stage in stages]
     return _rate_figure("stage-rates", "Pass rate per stage", "Pass rate per stage with its 95% Wilson interval",

@@ -62,11 +62,11 @@ def seconds(x: Optional[float]) -> str:
 def table_row(r: dict, view: Optional[RowView] = None) -> str:
     """A case's row of the stage table: each stage's verdict as row_view gives it (`view`, when the caller has
     it), a failing score marked FAIL."""
-    ret, view = r.get("retrieval"), (view or row_view(r)).stages
-    scores = " | ".join(scored(view[m]) if m in view else "-" for m in SCORED)
-    return (f"| {cell(r['id'])} | {cell(', '.join(r['calls'])) or 'none'} | {view['behaviour'].mark} | "
-            f"{view['tools'].mark} | {'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | "
-            f"{scored(view['retrieval'])} | {fmt(ret and ret['reciprocal_rank'])} | {scores} | "
+    ret, stages = r.get("retrieval"), (view or row_view(r)).stages
+    scores = " | ".join(scored(stages[m]) if m in stages else "-" for m in SCORED)
+    return (f"| {cell(r['id'])} | {cell(', '.join(r['calls'])) or 'none'} | {stages['behaviour'].mark} | "
+            f"{stages['tools'].mark} | {'-' if ret is None else ('yes' if ret['hit'] else 'NO')} | "
+            f"{scored(stages['retrieval'])} | {fmt(ret and ret['reciprocal_rank'])} | {scores} | "
             f"{cell(r['first_failure'] or '-')} |")
 
 

@@ -52,9 +52,9 @@ def _result(row: dict, stage: str, judged: Optional[dict], results: dict[str, bo
         gate, score = gate_of(row, stage), judged.get("score")
         if gate is None:
             return StageResult(stage, NOT_APPLICABLE, score, None, judged.get("reason") or "")
-        threshold = threshold_of(row, stage)
-        ok = results[stage] if gate == stage else score is not None and score >= threshold
-        return StageResult(stage, PASS if ok else FAIL, score, threshold, stage_reason(row, stage), gate)
+        needed = threshold_of(row, stage)
+        ok = results[stage] if gate == stage else score is not None and score >= needed
+        return StageResult(stage, PASS if ok else FAIL, score, needed, stage_reason(row, stage), gate)
     if stage not in results:
         return StageResult(stage, absent)
     score, threshold = (row["tools"].get("score"), None) if stage == "tools" else \

@@ -115,7 +115,8 @@ class Rounds:
         self.provider, self.model, self.journal, self.log = provider, provider.model, journal, log
         self.poll_s = poll_s if poll_s is not None else env_seconds(POLL_VARIABLE, POLL_S)
         self.wait_s = wait_s if wait_s is not None else env_seconds(WAIT_VARIABLE, WAIT_S)
-        self.active, self.waiting = 0, {}  # request key -> (inline request, [futures])
+        self.active = 0
+        self.waiting: dict[str, tuple[Any, list[asyncio.Future]]] = {}  # request key -> (inline request, [futures])
         self.asking: dict[str, int] = {}  # metric -> its requests not answered yet
         self.rounds = 0
         self.flushing: Optional[asyncio.Task] = None
@@ -244,7 +245,7 @@ class Rounds:
         try:
             job = await self.polled(name)
         except CallFailed as e:
-            if status_of(e.__cause__) == 404:
+            if e.__cause__ is not None and status_of(e.__cause__) == 404:
                 self.journal.finish(name)
                 why = f"batch {shown}: the server no longer knows this job (HTTP 404): its {len(keys)} requests " \
                       "are asked again"
@@ -292,6 +293,7 @@ def batch_judge(name: str, rounds: Rounds):
     from whichstage.providers.answers import judged
 
     rates = plan.price(name)
+    base: type  # the provider's DeepEval model class
     base, settings = rounds.provider.judge_class()
 
     class BatchJudge(base):
@@ -348,14 +350,22 @@ def provider(judge: str):
     return getattr(importlib.import_module(f"whichstage.{module}"), name)(model_of(judge))
 
 
-def measurer(judge: str, recording: Path, log: Callable[[str], None]) -> Callable[[list], dict]:
-    """The measurer of a --batch run: [(entry, judging.Measure)] -> entry -> its value or the exception that
-    stopped it, in rounds journaled beside the recording (`.NAME.batch.jsonl`, the measurer's `journal`)."""
+class Measurer:
+    """A --batch run's measurer, called with [(entry, judging.Measure)]: entry -> its value or the exception
+    that stopped it, in its rounds, journaled in `journal`."""
+
+    def __init__(self, rounds: Rounds, judge_model: Any):
+        self.rounds, self.judge_model, self.journal = rounds, judge_model, rounds.journal
+
+    def __call__(self, jobs: list) -> dict:
+        judge_model = self.judge_model
+        return asyncio.run(measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs],
+                                       self.rounds))
+
+
+def measurer(judge: str, recording: Path, log: Callable[[str], None]) -> Measurer:
+    """The measurer of a --batch run, its rounds journaled beside the recording (`.NAME.batch.jsonl`, the
+    measurer's `journal`)."""
     journal = Journal(recording.with_name(f".{recording.stem}.batch.jsonl"))
     rounds = Rounds(provider(judge), journal, log)
-    judge_model = batch_judge(judge, rounds)
-
-    def measure(jobs: list) -> dict:
-        return asyncio.run(measure_all([(name, lambda m=m: m.a_measure(judge_model)) for name, m in jobs], rounds))
-    measure.journal = journal
-    return measure
+    return Measurer(rounds, batch_judge(judge, rounds))

@@ -1,9 +1,12 @@
 """The Gemini Batch API as batch.py's provider: a round's requests inline in one `batches.create`, polled with
 `batches.get`, each answer read from the job's inlined responses (google-genai's async client, one attempt per
 call, as every Gemini client here)."""
-from typing import Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from whichstage._util.redact import outside_text
+
+if TYPE_CHECKING:
+    from google.genai.types import GenerateContentConfigDict, InlinedRequestDict
 
 DONE = {"JOB_STATE_SUCCEEDED": "succeeded", "JOB_STATE_FAILED": "failed", "JOB_STATE_EXPIRED": "expired",
         "JOB_STATE_CANCELLED": "cancelled"}
@@ -20,15 +23,16 @@ class GeminiBatches:
         self.model = model
         self.client = genai.Client(api_key=providers.google_api_key(), http_options=providers.gemini_http_options())
 
-    def request(self, prompt: str, schema) -> dict:
+    def request(self, prompt: str, schema) -> "InlinedRequestDict":
         """One judge request, as generateContent would ask it."""
-        config = {"temperature": 0, **({"response_mime_type": "application/json", "response_schema": schema}
-                                      if schema is not None else {})}
+        config: "GenerateContentConfigDict" = {
+            "temperature": 0, **({"response_mime_type": "application/json", "response_schema": schema}
+                                 if schema is not None else {})}
         return {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "config": config}
 
-    async def create(self, requests: list[dict], label: str) -> str:
+    async def create(self, requests: list["InlinedRequestDict"], label: str) -> str:
         job = await self.client.aio.batches.create(model=self.model, src=requests, config={"display_name": label})
-        return job.name
+        return cast(str, job.name)  # google-genai types every field Optional; the server names the job it created
 
     async def get(self, name: str):
         return await self.client.aio.batches.get(name=name)

@@ -19,7 +19,7 @@ scipy, which a replay must not load. RRF and the scores are pure and run at repo
 
 import math
 from functools import cache
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from whichstage.agent import factory as agent, reading as traces
 from whichstage.agent.capture import page_of
@@ -57,15 +57,18 @@ def rung_scores(ranking: list[str], expected: list[str], k: int) -> dict:
     pages), and the reciprocal rank of the first over the whole ranking."""
     ranked, wanted = documents(ranking), set(expected)
     first = next((rank for rank, page in enumerate(ranked, start=1) if page in wanted), None)
-    return {**retrieval_scores([ranked], expected, k), "reciprocal_rank": 1 / first if first else 0.0}
+    scores = cast(dict, retrieval_scores([ranked], expected, k))  # None only without expected pages: case_ladder
+    return {**scores, "reciprocal_rank": 1 / first if first else 0.0}
 
 
 def case_ladder(rankings: dict[str, Optional[list[str]]], expected: list[str], k: int) -> Optional[dict]:
     """Every rung's ranking and scores for one case, from its recorded rankings; None when the case expects
     no page or a recorded ranking is missing."""
-    if not expected or any(rankings.get(rung) is None for rung in RECORDED):
+    if not expected:
         return None
-    ranked = {rung: rankings[rung] for rung in RECORDED}
+    ranked = {rung: ranking for rung in RECORDED if (ranking := rankings.get(rung)) is not None}
+    if len(ranked) < len(RECORDED):  # a recorded ranking is missing
+        return None
     ranked["hybrid"] = rrf([ranked["vector"], ranked["keyword"]])
     return {rung: {"ranking": ranking, **rung_scores(ranking, expected, k)} for rung, ranking in ranked.items()}
 

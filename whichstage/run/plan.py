@@ -131,7 +131,8 @@ def other_versions(requests: dict[str, dict]) -> tuple[list[str], int]:
     import re
 
     installed: dict[str, Optional[str]] = {}
-    found, n = Counter(), 0
+    found: Counter[str] = Counter()
+    n = 0
     for record in requests.values():
         differ = []
         for token in record.get("client", "").split():

@@ -1,6 +1,6 @@
 """A case's report row, built from its recorded entries: the trace, the verdicts, the first failing stage and,
 for a retrieval failure, what the counterfactual run with the expected pages says."""
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.project import checks as own_checks, criteria
@@ -19,7 +19,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
              stale: Optional[dict] = None, variant: str = "") -> dict:
     """A report row from the case's current entries (of its counterfactual run, with `variant`). An entry
     without a current value is left out; in a replay, `stale` collects why, by case."""
-    def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Optional[dict]:
+    def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Any:
+        """The entry's recorded value (a trace's or a verdict's dict, a ladder's ranking), None without one."""
         value, why = cassette.lookup(name, deps_of)
         if value is ABSENT and free(name) and compute is not None and not cassette.live:
             return rescored(compute)  # costs nothing: a replay scores it again rather than refusing
@@ -38,9 +39,10 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
     trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
-    unscored = {"answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searches": [], "searched": False,
-                "behaviour": None, "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None,
-                "error": error, "first_failure": "error"}
+    unscored: dict[str, Any] = {
+        "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searches": [], "searched": False,
+        "behaviour": None, "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None,
+        "error": error, "first_failure": "error"}
     if trace is None:
         return {**row, **unscored}
     try:

@@ -3,7 +3,8 @@ concurrency, a case's judge calls starting as soon as its trace exists, and each
 row. It returns what it recorded; the pipeline (whichstage/run/pipeline.py) builds the report."""
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from functools import partial
+from typing import Any, Callable, Optional, Protocol, cast
 
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.run.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
@@ -13,6 +14,16 @@ from whichstage.calls.pool import Pool
 from whichstage.calls.progress import write_line
 from whichstage.run.rows import case_row
 from whichstage.agent.reading import Unreadable
+
+
+class ProgressLike(Protocol):
+    """What a run tells as it goes: calls.progress.Progress, or Quiet."""
+
+    def advance(self, outcome: Optional[str]) -> None: ...
+
+    def log(self, line: str) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Quiet:
@@ -36,6 +47,11 @@ def run_agent(agent, question: str, history: Optional[list[dict]] = None) -> dic
     return {**trace, "agent_s": took}
 
 
+def constant(value: Any) -> Callable[[], Any]:
+    """A compute that gives `value`: a batch's answer, recorded as any computed value is."""
+    return lambda: value
+
+
 @dataclass
 class Live:
     """What a live run calls and how: the models, each built on its first call (`counterfactual_agent(case)`
@@ -45,7 +61,7 @@ class Live:
     counterfactual_agent: Optional[Callable[[dict], object]] = None
     batch: Optional[Callable[[list], dict]] = None
     concurrency: int = 1
-    progress: object = field(default_factory=Quiet)
+    progress: ProgressLike = field(default_factory=Quiet)
 
 
 @dataclass
@@ -62,8 +78,13 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
     every case runs that many times, each run judged. With `live.batch(jobs)`, the judged metrics wait until
     the agents are done and are measured together (whichstage/run/batch.py: [(name, measure)] -> name -> value or
     exception), then any counterfactual runs they call for, and so on."""
-    progress, done = live.progress, {}
-    pool, lock, errors, left, second, deferred = Pool(live.concurrency), threading.Lock(), {}, {}, set(), []
+    progress = live.progress
+    done: dict[str, dict] = {}  # case id -> its row, for the cases found complete
+    pool, lock = Pool(live.concurrency), threading.Lock()
+    errors: dict[str, str] = {}  # case id -> its first error
+    left: dict[str, int] = {}  # case id -> its entries not finished yet
+    second: set[str] = set()  # the cases whose counterfactual run was submitted
+    deferred: list[tuple[dict, str, Callable, Callable]] = []  # the judge steps a batch measures
 
     def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
         """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
@@ -99,21 +120,24 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         finish(case, record(name, deps_of, lambda: compute(live.judge()))[1])
 
     def judge_deferred() -> None:
-        jobs, found = list(deferred), {}
+        jobs = list(deferred)
+        found: dict[str, Any] = {}
         deferred.clear()
-        if jobs:
-            found = live.batch([(name, compute) for _, name, _, compute in jobs])
+        if jobs:  # judge_step defers only with a batch
+            found = cast(Callable[[list], dict], live.batch)([(name, compute) for _, name, _, compute in jobs])
         for case, name, deps_of, _ in jobs:
             value = found.get(name)
             if isinstance(value, BaseException):
                 progress.log(f"error: {name}: {value}")
                 finish(case, f"{name}: {value}")
             else:
-                finish(case, record(name, deps_of, lambda v=value: v)[1])
+                finish(case, record(name, deps_of, constant(value))[1])
 
     def agent_step(case: dict, variant: str = "") -> None:
         if variant == EXPECTED_PAGES:
-            deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: live.counterfactual_agent(case)
+            # finish submits a counterfactual run only when there is a counterfactual agent
+            counterfactual = cast(Callable[[dict], object], live.counterfactual_agent)
+            deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: counterfactual(case)
         else:
             deps, build = inputs.agent_deps(case), live.agent
         trace, error = record(agent_entry(case, variant), deps,
@@ -128,7 +152,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         with lock:
             left[case["id"]] += len(needed)
         for name, (deps_of, compute) in needed.items():
-            pool.submit(lambda n=name, d=deps_of, c=compute: judge_step(case, n, d, c))
+            pool.submit(partial(judge_step, case, name, deps_of, compute))
         finish(case, None)
 
     def current_row(case: dict) -> Optional[dict]:

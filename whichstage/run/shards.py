@@ -16,7 +16,7 @@ import re
 import sys
 from whichstage._util import console
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, cast
 from whichstage._util.exits import WhichstageError
 
 SHARD_NAME = re.compile(r"^(?P<name>.+)\.shard-(?P<i>[0-9]+)-of-(?P<n>[0-9]+)\.json$")
@@ -35,7 +35,10 @@ def merged(paths: list[Path]) -> tuple[Path, dict]:
 
     if not paths:
         raise MergeError("name the shard recordings to merge (recordings/NAME.shard-I-of-N.json)")
-    keys, entries, owner, target = None, {}, {}, None
+    keys: Optional[dict] = None
+    target: Optional[Path] = None
+    entries: dict[str, Any] = {}
+    owner: dict[str, Path] = {}
     seen: dict[int, Path] = {}
     requests: dict[int, dict] = {}
     for path in paths:
@@ -59,12 +62,15 @@ def merged(paths: list[Path]) -> tuple[Path, dict]:
         if i in seen:
             raise MergeError(f"{shown(path)}: shard {i}/{n} is {shown(seen[i])} too")
         seen[i] = path
-        requests[i] = data.get("requests") if isinstance(data.get("requests"), dict) else {}
+        shard_requests = data.get("requests")
+        requests[i] = shard_requests if isinstance(shard_requests, dict) else {}
         for name, item in data["entries"].items():
             if name in entries and entries[name] != item:
                 raise MergeError(f"{shown(path)}: entry {name} differs from the one in {shown(owner[name])}")
             entries.setdefault(name, item)
             owner.setdefault(name, path)
+    # paths is not empty (refused above): its first shard set keys and target
+    keys, target = cast(dict, keys), cast(Path, target)
     missing = [i for i in range(1, total + 1) if i not in seen]
     if missing:
         raise MergeError(f"shard {missing[0]}/{total} is missing: merge every shard of the run")

@@ -31,7 +31,8 @@ def case_retrieval(searches: list[list[str]], expected: list[str], k: int) -> Op
 def below_k(searches: list[list[str]], missed: Iterable[str]) -> dict[str, tuple[int, int]]:
     """Each missed page (one no search returned within its top k) that some search returned below k: its best
     rank over documents and the search (from 1) that gave it, the first one on a tie."""
-    wanted, found = set(missed), {}
+    wanted = set(missed)
+    found: dict[str, tuple[int, int]] = {}
     for number, ranked in enumerate(searches, start=1):
         for rank, page in enumerate(documents(ranked), start=1):
             if page in wanted and (page not in found or rank < found[page][0]):

@@ -53,7 +53,7 @@ def categories(rows: list[dict]) -> dict[str, dict]:
     grouped: dict[str, list[dict]] = {}
     for r in rows:
         grouped.setdefault(r.get("category", "uncategorised"), []).append(r)
-    found = {}
+    found: dict[str, dict] = {}
     for category, mine in grouped.items():
         failures = [r["first_failure"] for r in mine if r["first_failure"]]
         top = max(dict.fromkeys(failures), key=failures.count) if failures else None
@@ -63,7 +63,7 @@ def categories(rows: list[dict]) -> dict[str, dict]:
 
 def counterfactuals(rows: list[dict]) -> dict[str, dict]:
     """Per kind of counterfactual run, how many it fixed and how many still fail."""
-    found = {}
+    found: dict[str, dict[str, int]] = {}
     for verdict in (r["counterfactual"] for r in rows if r.get("counterfactual")):
         if verdict.get("available") is False:
             continue

@@ -55,6 +55,8 @@ def type_name(kind: type) -> str:
 def shown_argument(args: dict, name: str, kind: Optional[type]) -> str:
     if name not in args:
         return "(none)"
+    if kind is None:  # an undeclared parameter is taken as it is (as_declared): never refused
+        return repr(args[name])
     try:
         as_declared(args[name], kind)
     except ValueError:
