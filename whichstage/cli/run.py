@@ -155,7 +155,7 @@ def _main(argv: Optional[list[str]]) -> int:
                                  batch=args.batch)
             report, planned, errors = record(loaded, options)
             if args.plan:
-                return console.write_stdout(planned, command=prog) or 0
+                return console.write_stdout(planned or "", command=prog) or 0
             reports = [report]
             if args.judge2:
                 second, _, more = record(loaded, options.but(shard=None, plan=False, batch=False, judge=args.judge2,
@@ -175,16 +175,16 @@ def _main(argv: Optional[list[str]]) -> int:
         saved = baseline.load(Path(args.check_baseline)) if args.check_baseline else None
         checked = baseline.select(reports, saved) if (saved or args.save_baseline) else None
         tolerances = gate.Tolerances(loaded.project.tolerance, loaded.project.tolerances)
-        verdict = baseline.check(checked, saved, tolerances) if saved else None
+        verdict = baseline.check(checked, saved, tolerances) if saved and checked else None
         views = [[row_view(r) for r in report["rows"]] for report in reports]  # read by every rendering
         texts = [markdown(r, v) for r, v in zip(reports, views, strict=False)]
         if cases is None:  # some cases: printed, not written
             write_reports(folder, reports, texts, label, views)
         summary = None
-        if verdict is not None and not errors:
+        if verdict is not None and checked and saved and not errors:
             summary = write_gate_summary(folder, checked, gate_summary.markdown(checked, saved, verdict.result,
                                                                                 verdict.other))
-        if args.save_baseline and not errors:
+        if args.save_baseline and checked and not errors:
             write_atomic(Path(args.save_baseline),
                          baseline.dumps(baseline.from_report(checked, loaded.project.tolerance)))
     except (WhichstageError, OSError, KeyboardInterrupt) as e:
@@ -202,7 +202,7 @@ def _main(argv: Optional[list[str]]) -> int:
     if args.save_baseline:
         print(f"\nbaseline written to {args.save_baseline}")
     if verdict is not None:
-        print(f"\ngate summary: {shown(summary)}\n" + verdict.text)
+        print((f"\ngate summary: {shown(summary)}" if summary else "") + "\n" + verdict.text)
         return EXIT_REGRESSED if verdict.regressions else 0
     return 0
 

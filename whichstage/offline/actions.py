@@ -45,6 +45,7 @@ def request_head(sentence: str) -> Optional[tuple[bool, str]]:
     something rather than a request."""
     head = sentence.split(":", 1)[0]
     cue = _CUE.match(head)
+    assert cue is not None  # the cue pattern is optional throughout: it matches at the start of any text
     rest = head[cue.end():]
     first = words(rest)[:1]
     if not first or first[0] in _QUESTION_OPENERS or first[0] in ("i", "we", "my", "our"):

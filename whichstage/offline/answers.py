@@ -80,7 +80,7 @@ _BLOCK_MARK = re.compile(r"^\s*(?:>\s?)*(?:(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?
 def prose(text: str) -> str:
     """A markdown page as plain lines: layout lines dropped, quote and list markers stripped, a table row's
     cells joined by commas; the words themselves are kept as written."""
-    kept = []
+    kept: list[str] = []
     for line in text.splitlines():
         if _LAYOUT_LINE.match(line):
             if re.match(r"^\s*(?:=+|-+)\s*$", line) and kept and kept[-1].strip():
@@ -114,12 +114,12 @@ def extractive_answer(question: str, outputs: list[ToolMessage], query: str, pro
     the search found nothing that addresses the query (see the module docstring). `roles` maps a tool's
     name to its role."""
     roles = roles or {}
-    chosen = [record_sentence(m.text) for m in outputs if roles.get(m.name) == "lookup"]
-    searches = [m for m in outputs if roles.get(m.name) == "retriever"]
+    chosen = [record_sentence(m.text) for m in outputs if roles.get(m.name or "") == "lookup"]
+    searches = [m for m in outputs if roles.get(m.name or "") == "retriever"]
     if not searches:
         return " ".join(chosen[:MAX_SENTENCES]) or refusal(product)
     wanted = content(query or question) - content(product) - ASKING
-    scored = []
+    scored: list[tuple[int, int, str]] = []
     for m in searches:
         for text in page_texts(m):
             for sentence in sentences(text):

@@ -63,7 +63,8 @@ def geval_sections(prompt: str) -> dict:
         raise UnknownRequest("prompt has no 'Evaluation Steps:' section")
     body = prompt[start + len("\nEvaluation Steps:\n"):]
     body = body[:body.rfind("\n**\nIMPORTANT")] if "\n**\nIMPORTANT" in body else body
-    fields, order = {"step": re.sub(r"^\d+\.\s*", "", body.split("\n", 1)[0]).strip()}, []
+    fields: dict[str, str] = {"step": re.sub(r"^\d+\.\s*", "", body.split("\n", 1)[0]).strip()}
+    order: list[tuple[str, int]] = []
     for label in ("Input", "Actual Output", "Retrieval Context"):
         at = body.find(f"\n{label}:\n", order[-1][1] if order else 0)
         if at >= 0:

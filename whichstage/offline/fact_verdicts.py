@@ -48,7 +48,7 @@ def unit_word(word: str) -> bool:
 def measure(found: list[str], at: int, gap: int) -> tuple[list[str], list[str]]:
     """The unit of the number at found[at] (the content words right after it, up to `gap`) and its rates:
     each word after 'per', 'a', 'an', 'each' or 'every' ('for' allowed before) that follows."""
-    i, units, rates = at + 1, [], []
+    i, units, rates = at + 1, list[str](), list[str]()
     while i < len(found) and len(units) < gap and unit_word(found[i]):
         units, i = units + [unit_stem(found[i])], i + 1
     while True:

@@ -2,7 +2,7 @@
 and for an integer key the numbers it introduces as references to the record (after one of the record's
 nouns, or a bare '#N'), never a quantity or a version."""
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from whichstage.offline.actions import SYNONYMS
 from whichstage.offline.arguments import name_words
@@ -47,7 +47,7 @@ def plurals(noun: str) -> set[str]:
     return {noun + "s", noun + "es"} | ({noun[:-1] + "ies"} if noun.endswith("y") else set())
 
 
-def noun_references(text: str, nouns: list[str]) -> list[tuple[int, int, list[int]]]:
+def noun_references(text: str, nouns: Sequence[str]) -> list[tuple[int, int, list[int]]]:
     """Where the text introduces numbers after one of the nouns, as (start, end, numbers); a noun used as a
     verb ('can I ride 20 km', 'to order 3') introduces a quantity, not a record (before_a_verb)."""
     if not nouns:
@@ -60,7 +60,7 @@ def noun_references(text: str, nouns: list[str]) -> list[tuple[int, int, list[in
             for m in pattern.finditer(text or "") if not before_a_verb(text[:m.start()])]
 
 
-def referenced_numbers(text: str, nouns: list[str], others: list[str] = ()) -> list[int]:
+def referenced_numbers(text: str, nouns: Sequence[str], others: Sequence[str] = ()) -> list[int]:
     """The numbers the text introduces as references to a record named by `nouns`, in order, each once: after
     one of those nouns, or a bare '#N' that is not after another record's noun (`others`)."""
     own = noun_references(text, nouns)
@@ -75,8 +75,8 @@ def key_pattern(key: str) -> re.Pattern:
     return re.compile(rf"(?<![\w-])(?<!\d\.){re.escape(key)}(?![\w-]|\.\d)", re.IGNORECASE)
 
 
-def mentioned_keys(text: str, keys: list[str], integer: bool, nouns: list[str] = (),
-                   others: list[str] = ()) -> list[Any]:
+def mentioned_keys(text: str, keys: list[str], integer: bool, nouns: Sequence[str] = (),
+                   others: Sequence[str] = ()) -> list[Any]:
     """The record keys the text mentions, in the order it mentions them; for an integer key also the numbers
     it introduces as references to the record's `nouns` (see referenced_numbers; even those no record has:
     the lookup then says so)."""

@@ -61,7 +61,9 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
     """Score every case from the cassette: the report of `split`, or with None every case's row unsummarised
     (for of_split). In live mode, first record what is missing or stale with `live` (a recording.Live, whose
     models are built only when a call needs them, so a replay imports no model library)."""
-    errors, done, stale = {}, {}, None if cassette.live else {}
+    errors: dict[str, str] = {}
+    done: dict[str, dict] = {}
+    stale: Optional[dict] = None if cassette.live else {}
     inputs.index(cassette)
     repeats = repeats or recorded_repeats(cassette.recorded)
     if cassette.live:
@@ -71,7 +73,8 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
         errors, done = recorded.errors, recorded.rows
     rows = []
     for case in inputs.cases["cases"]:
-        rows.append(done.pop(case["id"], None) or case_row(inputs, case, cassette, errors.get(case["id"]), stale))
+        rows.append(done.pop(case["id"]) if case["id"] in done else
+                    case_row(inputs, case, cassette, errors.get(case["id"]), stale))
         if repeats > 1:
             again = [case_row(inputs, case, cassette, errors.get(case["id"]), stale, repeat(r))
                      for r in range(2, repeats + 1)]
