@@ -190,7 +190,7 @@ def test_sigterm_during_a_live_calibration_keeps_the_scores_and_exits_143(live_p
     before = signal.getsignal(signal.SIGTERM)
     assert calibrate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 143
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("calibrate.py: terminated; ") and "new scores are kept in" in err
+    assert err.startswith("calibrate.py: terminated: ") and "new scores are kept in" in err
     assert signal.getsignal(signal.SIGTERM) == before  # the handler was put back
 
 

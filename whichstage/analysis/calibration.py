@@ -24,7 +24,7 @@ from typing import Callable, Optional, Sequence
 from whichstage.recording.store import ABSENT, Cassette, Mode
 from whichstage._util.files import RecordingError, printable_stdout, shown
 from whichstage.recording.format import read_recording
-from whichstage._util.exits import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED
+from whichstage._util.exits import EXIT_INCOMPLETE
 from whichstage.run.pipeline import Interrupted, stale_message
 from whichstage.scoring import agreement as agree
 from whichstage._util import console
@@ -47,6 +47,8 @@ from whichstage.render.files import write_if_changed
 from whichstage.model.replay_check import verdict_problem
 from whichstage.model.stages import THRESHOLD
 from whichstage.scoring.summary import rounded
+from whichstage._util.ending import ended
+from whichstage._util.exits import WhichstageError
 
 REPEATS = 3
 AGREEMENT, KAPPA, MIN_ROWS = agree.AGREEMENT, agree.KAPPA, agree.MIN_ROWS
@@ -306,24 +308,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     check_live_options(parser, args)
     printable_stdout()
     from whichstage.project import config as projects
-    from whichstage.providers import build as providers
 
     terminated = SigtermAsInterrupt()
     try:
         result = run_calibration(projects.load(Path(args.project or ".")), args.live, args.rerecord,
                                  args.concurrency, args.quiet)
-    except (InputError, RecordingError, providers.ProviderError) as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as e:
-        print(f"{prog}: {shown(e.filename) if e.filename else 'output'}: cannot write: {e.strerror or e}",
-              file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (KeyboardInterrupt, Interrupted) as e:
-        kept = f"; {e}" if isinstance(e, Interrupted) else ""
-        print(f"{prog}: {'terminated' if terminated else 'interrupted'}{kept}; run --live again to finish",
-              file=sys.stderr)
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except (WhichstageError, OSError, KeyboardInterrupt) as e:
+        return ended(prog, e, terminated=bool(terminated), again="; run --live again to finish")
     finally:
         terminated.restore()
     stopped = console.write_stdout(table(result), command=prog)

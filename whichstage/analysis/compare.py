@@ -10,7 +10,6 @@ exit 2.
 """
 import argparse
 import re
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -22,6 +21,7 @@ from whichstage.analysis.comparability import across_lines, common_cases, refusa
 from whichstage.analysis.compare_load import CompareError, load_report
 from whichstage.run.files import HISTORY, kept_labels, labelled
 from whichstage._util.stats import rate_text
+from whichstage._util.ending import ended
 
 def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
     """The whole comparison as text."""
@@ -80,8 +80,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if refused:
             raise CompareError(refused)
     except CompareError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 2
+        return ended(prog, e)
     notes = across_lines(report_a, report_b) if args.across else []
     report_a, report_b = common_cases(report_a, report_b) if args.across else (report_a, report_b)
     text = "\n".join([*notes, render(path_a, report_a, path_b, report_b)])
@@ -89,8 +88,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             write_atomic(Path(args.html), html_page(path_a, report_a, path_b, report_b, notes))
         except OSError as e:
-            print(f"{prog}: {args.html}: cannot write: {write_error(e)}", file=sys.stderr)
-            return 2
+            return ended(prog, CompareError(f"{args.html}: cannot write: {write_error(e)}"))
         text += f"\n\nHTML written to {args.html}"
     stopped = console.write_stdout(text, command=prog)
     return 0 if stopped is None else stopped

@@ -13,7 +13,6 @@ first shard's answer is kept, as one run serves a request asked twice its first 
 """
 import argparse
 import re
-import sys
 from whichstage._util import console
 from pathlib import Path
 from typing import Any, Optional, cast
@@ -84,7 +83,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog=f"{prog} merge", description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("shards", nargs="+", metavar="SHARD", help="the shard recordings of one run")
     args = parser.parse_args(argv)
-    from whichstage._util.files import RecordingError, shown, write_atomic
+    from whichstage._util.ending import ended
+    from whichstage._util.files import shown, write_atomic
     from whichstage.recording.format import dumps_recording, entry_count
     from whichstage.recording.lock import hold
 
@@ -95,13 +95,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             write_atomic(target, dumps_recording(content["key"], content["entries"], content["requests"]))
         finally:
             lock.close()
-    except (MergeError, RecordingError) as e:
-        print(f"{prog}: merge: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"{prog}: merge: {shown(e.filename) if e.filename else 'output'}: cannot write: "
-              f"{e.strerror or e}", file=sys.stderr)
-        return 2
+    except (WhichstageError, OSError) as e:
+        return ended(f"{prog}: merge", e)
     n, differ = len(content["requests"]), content["differ"]
     answered = f"; {len(differ)} answered differently in two shards: the first shard's answer kept" if differ else ""
     print(f"merged {len(args.shards)} shards ({entry_count(len(content['entries']))}, "
