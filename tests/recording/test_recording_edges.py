@@ -10,12 +10,9 @@ from whichstage.recording.store import Cassette, Mode
 from whichstage._util.files import RecordingError
 from whichstage.recording.lock import hold
 from conftest import OFFLINE_RUN, serial_judge
-from whichstage.agent import capture
-from whichstage.judging import metrics as judging
 from whichstage.providers import build as providers
 
 SECOND = "gemini-3.8-flash"
-REAL_MEASURE = judging.measure
 
 
 def recording_of(folder):
@@ -29,37 +26,22 @@ def edit_cases(folder, change) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 
-def failing_judge(monkeypatch, question: str) -> None:
-    """The offline judge fails, for good, on every metric of the case asking `question`."""
-    def measure(metric, judge, asked, *rest):
-        if asked == question and type(judge).__name__ == "LexicalJudge":
-            raise ValueError("the judge refused")
-        return REAL_MEASURE(metric, judge, asked, *rest)
-    monkeypatch.setattr(judging, "measure", measure)
-
-
-def counted_runs(monkeypatch) -> list[str]:
-    """The questions of every agent run from now on."""
-    runs, real = [], capture.run
-
-    def run(agent, question, *history):
-        runs.append(question)
-        return real(agent, question, *history)
-    monkeypatch.setattr(capture, "run", run)
-    return runs
+def failing_judge(fake_models, question: str) -> None:
+    """The offline judge fails, for good, on every request that quotes `question` (the case's answer relevancy
+    and contextual precision): the case errors."""
+    fake_models.fail(lambda call: call.model == "lexical" and question in call.text, ValueError("the judge refused"))
 
 
 # ---- --judge2 ---------------------------------------------------------------------------------------------
 
 def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_project, shared_ssl_contexts,
-                                                                       monkeypatch, capsys):
+                                                                       fake_models, capsys):
     from whichstage.standins import gemini as gemini_standin
     from whichstage.standins.gemini import serve
 
     recording_of(live_project).unlink()  # every trace is paid for by this run's first pass
     edit_cases(live_project, lambda d: d.update(cases=[c for c in d["cases"] if c["id"] in ("backup", "issue-212")]))
-    failing_judge(monkeypatch, json.loads((live_project / "cases.json").read_text())["cases"][0]["question"])
-    runs = counted_runs(monkeypatch)
+    failing_judge(fake_models, json.loads((live_project / "cases.json").read_text())["cases"][0]["question"])
     with pytest.MonkeyPatch.context() as mp:
         serial_judge(mp, gemini_standin)
         with serve(models=[SECOND]) as standin:
@@ -67,6 +49,7 @@ def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_pro
             mp.setenv(providers.GEMINI_URL_VARIABLE, standin.url)
             code = evaluate.main(["--live", "--quiet", "--judge2", SECOND])
     assert code == evaluate.EXIT_INCOMPLETE, capsys.readouterr().err  # the first judge left backup errored
+    runs = fake_models.runs()
     assert sorted(runs) == sorted(set(runs)) and len(runs) == 2  # each trace once: the second pass paid for none
 
 
@@ -117,13 +100,13 @@ def test_a_lock_held_elsewhere_as_an_older_portalocker_says_it_names_its_holder(
 
 # ---- what a resuming run says of the last one ------------------------------------------------------------
 
-def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(live_project, monkeypatch, capsys):
+def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(live_project, fake_models, capsys):
     edit_cases(live_project, lambda d: d["cases"][0].update(question=d["cases"][0]["question"] + " Please."))
     question = json.loads((live_project / "cases.json").read_text())["cases"][0]["question"]
-    failing_judge(monkeypatch, question)
+    failing_judge(fake_models, question)
     assert evaluate.main(["--live", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     capsys.readouterr()
-    monkeypatch.setattr(judging, "measure", REAL_MEASURE)  # the judge answers again
+    fake_models.reset()  # the judge answers again
     assert evaluate.main(["--live", "--quiet"]) == 0
     said = capsys.readouterr().err
     assert "an interrupted run" not in said
