@@ -393,6 +393,14 @@ def fake_models():
         yield fake
 
 
+def interrupt_after_runs(fake_models, runs: int) -> None:
+    """Ctrl-C as an agent run asks its model first, once `runs` agent runs have started (with --concurrency 1:
+    completed): none of that run's calls is paid (fakes.starts_run)."""
+    from whichstage.testing.fakes import starts_run
+
+    fake_models.fail(lambda call: starts_run(call) and len(fake_models.runs()) >= runs, KeyboardInterrupt())
+
+
 # One case of each kind the bundled example holds, for tests that run the whole harness through a provider's
 # clients and compare with the offline report: a search, an issue lookup, both, an action tool, small talk with
 # no tool, an abstention, a planted instruction, an adversarial request, contradicting pages, a retrieval

@@ -22,9 +22,8 @@ from whichstage import recording as cassette
 from whichstage._util import files as cassette_files
 from whichstage.recording import journal as cassette_journal, lock as cassette_lock
 from whichstage.cli import run as evaluate
-from whichstage.judging import metrics as judging
 
-from conftest import OFFLINE_RUN, SAMPLE, of_cases, untimed
+from conftest import OFFLINE_RUN, SAMPLE, interrupt_after_runs, of_cases, untimed
 from whichstage.project.validate import ID_RULE, PAGE_ID_RULE
 from whichstage.render.markdown import markdown
 
@@ -366,27 +365,17 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
 
 
 def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(sample_project,
-                                                                                       monkeypatch, capsys):
-    from whichstage.agent import capture
-
-    real_run, runs = capture.run, []
-
-    def run(agent, question, *history, stop_at=None):
-        if stop_at is not None and len(runs) == stop_at:
-            raise KeyboardInterrupt
-        runs.append(question)
-        return real_run(agent, question, *history)
-    monkeypatch.setattr(capture, "run", lambda agent, question, *history: run(agent, question, *history, stop_at=3))
+                                                                                       fake_models, capsys):
+    interrupt_after_runs(fake_models, 3)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     assert (sample_project / JOURNAL).is_file()
     capsys.readouterr()
-    runs.clear()
-    monkeypatch.setattr(capture, "run", run)
+    fake_models.reset()
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == 0
     err = capsys.readouterr().err
     traces = [n for n in json.loads((sample_project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
               if n.startswith("agent/")]
-    assert len(runs) == len(traces) and "resuming" not in err  # every case of every split, and counterfactuals
+    assert len(fake_models.runs()) == len(traces) and "resuming" not in err  # every case of every split, and counterfactuals
     assert err.splitlines()[0].startswith("--rerecord: calling the models for every entry again; the ")
     assert err.splitlines()[0].endswith(" entries an interrupted run kept are dropped")
 
@@ -400,16 +389,11 @@ def test_a_report_with_one_errored_case_says_case_and_is(capsys):
         assert f" {n} {verb} not scored." in markdown(report)
 
 
-def test_calibration_with_one_errored_case_says_case(live_project, monkeypatch, capsys):
+def test_calibration_with_one_errored_case_says_case(live_project, fake_models, capsys):
     edit(live_project / "calibration-cases.json",
          lambda cases: cases["cases"][0].update(answer=cases["cases"][0]["answer"] + " Really."))
-    real_measure = judging.measure
-
-    def measure(metric, judge, question, answer, *rest):
-        if answer.endswith(" Really."):
-            raise ValueError("the judge refused")
-        return real_measure(metric, judge, question, answer, *rest)
-    monkeypatch.setattr(judging, "measure", measure)
+    answer = json.loads((live_project / "calibration-cases.json").read_text())["cases"][0]["answer"]
+    fake_models.fail(lambda call: call.kind == "judge" and answer in call.text, ValueError("the judge refused"))
     assert calibrate.main(["--live", "--quiet"]) == evaluate.EXIT_INCOMPLETE
     assert capsys.readouterr().err.splitlines()[-1] == "calibrate.py: incomplete: 1 case errored; run --live again"
 

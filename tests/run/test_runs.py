@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from whichstage.cli import run as evaluate
-from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, of_cases, untimed
+from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, interrupt_after_runs, of_cases, untimed
 from whichstage.project import selection
-from whichstage.testing.fakes import starts_run
 
 HERE = Path(__file__).parents[2]
 
@@ -178,7 +177,7 @@ def test_a_shard_that_cannot_be_is_refused(live_project, capsys, bad):
 def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(sample_project, monkeypatch, fake_models,
                                                                       capsys):
     (sample_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()
-    fake_models.fail(lambda call: starts_run(call) and len(fake_models.runs()) >= 3, KeyboardInterrupt())
+    interrupt_after_runs(fake_models, 3)
     assert evaluate.main(["--live", "--quiet", "--shard", "2/3", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     fake_models.reset()
     capsys.readouterr()
