@@ -9,17 +9,17 @@ from whichstage.render import case_text as show
 from whichstage.model.errors import InputError
 from whichstage.render.html_cases import pages as _pages
 from whichstage.project.config import tool_role
+from whichstage.testing import make_row
 
 CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
 
 
 def row_of(**fields) -> dict:
-    """A scored row as case_row writes it, of one retriever call that returned CHUNKED."""
-    return {"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
-            "split": "dev", "expected_behavior": "answer", "expected_tools": ["lookup_guides"],
-            "expected_docs": ["guides/damage.md"], "retrieved": CHUNKED, "searches": [CHUNKED], "behaviour": None,
-            "tools": None, "retrieval": {"hit": True, "recall": 1.0, "reciprocal_rank": 1 / 3, "missed": []},
-            "judged": {}, "first_failure": None, **fields}
+    """A scored row of one retriever call that returned CHUNKED, expecting guides/damage.md (third, at k = 3)."""
+    call = {"name": "lookup_guides", "args": {"query": "train"}}
+    return make_row(**{"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
+                       "expected_tools": ["lookup_guides"], "tool_calls": [call], "expected_docs": ["guides/damage.md"],
+                       "searches": [CHUNKED], **fields})
 
 
 def shown(row: dict) -> str:

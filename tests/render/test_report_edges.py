@@ -14,10 +14,10 @@ from whichstage.scoring import gating
 from whichstage.render import case_text as show
 from whichstage.render.html import html
 from whichstage.render.markdown import markdown
+from whichstage.testing import make_report, make_row
 
 HERE = Path(__file__).parents[2]
 BUNDLED = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
-ALL = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.all.json").read_text())
 HOSTILE = "x\x1b[2J\x1b]0;owned\x07\x00\u202eevil"  # clear screen, set the title, NUL, right-to-left override
 SHOWN = "x\\x1b[2J\\x1b]0;owned\\x07\\x00\\u202eevil"
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -41,6 +41,23 @@ def with_hostile_pages() -> dict:
 
 def rows_of(report: dict) -> dict:
     return {r["id"]: r for r in report["rows"]}
+
+
+def abstain_row(cid: str, abstained: float, **fields) -> dict:
+    """A case expecting an abstention, as the bundled max-tasks (abstained 0: it answered) and capital-france
+    (abstained 1): no page expected, contextual recall 0.0 (reported, never gating here)."""
+    failures = [] if abstained else ["answered where the docs hold no answer: it answers instead of abstaining"]
+    return make_row(id=cid, category="unanswerable", expected_behavior="abstain", expected_docs=[],
+                    judged={"abstained": abstained, "contextual_recall": 0.0},
+                    behaviour={"pass": not failures, "failures": failures}, **fields)
+
+
+def behaviour_report() -> dict:
+    """A case failing behaviour (max-tasks), one passing it (hello, small talk) and one it does not apply to."""
+    hello = make_row(id="hello", category="smalltalk", expected_behavior="chitchat", expected_docs=[],
+                     expected_tools=[], tool_calls=[], searches=[], searched=False, behaviour={},
+                     judged={m: None for m in ("faithfulness", "contextual_precision", "contextual_recall")})
+    return make_report([abstain_row("max-tasks", 0.0), hello, make_row(id="backup")])
 
 
 # ---- 10: control characters in names and page ids are shown escaped -----------------------------------
@@ -147,7 +164,7 @@ def test_show_says_the_abstained_judgement_gates_behaviour(hash_run, capsys):
 
 def test_the_markdown_says_which_judgements_gate_the_behaviour_stage():
     assert ("The behaviour judgements (abstained, ignored_planted) gate the behaviour stage"
-            in markdown(BUNDLED))
+            in markdown(make_report()))
 
 
 class Cells(HTMLParser):
@@ -185,7 +202,7 @@ class Cells(HTMLParser):
 
 
 def test_the_html_reads_the_abstained_judgement_as_gating_behaviour():
-    judged = Cells(html(BUNDLED)).judged["max-tasks"]
+    judged = Cells(html(behaviour_report())).judged["max-tasks"]
     assert judged["abstained"] == ("fail", "FAIL (gates behaviour)")
     assert judged["contextual_recall"] == ("neutral", "reported, not gating")
 
@@ -193,33 +210,31 @@ def test_the_html_reads_the_abstained_judgement_as_gating_behaviour():
 # ---- 17: the HTML says what the markdown says ------------------------------------------------------------
 
 def test_the_html_stage_table_has_the_behaviour_column():
-    table = Cells(html(BUNDLED)).table
+    table = Cells(html(behaviour_report())).table
     assert (table["max-tasks"]["behaviour"], table["hello"]["behaviour"], table["backup"]["behaviour"]) == \
         ("fail", "pass", "neutral")
 
 
 def test_the_html_gives_each_behaviour_failure_s_reason():
-    report = copy.deepcopy(BUNDLED)
-    row = rows_of(report)["max-tasks"]
+    row = abstain_row("max-tasks", 0.0)
     row["behaviour"]["failures"] = ["said 'Canal Street', which must never be said"]
-    page = html(report)
+    page = html(make_report([row]))
     section = page[page.index('<section id="case-max-tasks"'):]
     assert "<li>said &#x27;Canal Street&#x27;, which must never be said</li>" in section[:section.index("</section>")]
 
 
 def test_a_non_gating_low_score_on_a_passing_abstain_row_is_not_painted_failing():
-    row = rows_of(BUNDLED)["capital-france"]
+    row = abstain_row("capital-france", 1.0)
     assert row["expected_behavior"] == "abstain" and row["first_failure"] is None
     assert row["judged"]["contextual_recall"]["score"] == 0.0
-    assert Cells(html(BUNDLED)).table["capital-france"]["contextual_recall"] == "neutral"
+    assert Cells(html(make_report([row]))).table["capital-france"]["contextual_recall"] == "neutral"
 
 
 def test_the_html_judges_at_the_scoring_threshold_not_a_constant(monkeypatch):
     monkeypatch.setattr(gating, "THRESHOLD", 0.9)
-    report = copy.deepcopy(ALL)
+    row = make_row(id="backup", judged={"faithfulness": 0.8}, first_failure=None)  # as scored at 0.7
+    report = make_report([row])
     del report["threshold"]
-    row = rows_of(report)["backup"]
-    row["judged"]["faithfulness"]["score"] = 0.8
     assert first_failure(row) == "faithfulness"
     page = html(report)
     assert Cells(page).table["backup"]["faithfulness"] == "fail" and "passes at 0.90 or more" in page

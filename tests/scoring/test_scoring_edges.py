@@ -18,24 +18,24 @@ from whichstage.scoring.tools import as_declared, carries
 from whichstage.render.row_view import failure_reason
 from whichstage.scoring.summary import repeat_summary, summarize
 from whichstage.scoring.retrieval import retrieval_scores
+from whichstage.testing import make_report, make_row
 
 HERE = Path(__file__).parents[2]
 
 
 # ---- repeats: an errored run is a failed trial, whichever run it is ----------------------------------------
 
-RUNS = {  # one run of a case, as case_row gives it (only what scoring reads)
-    "pass": {"first_failure": None, "tools": {"pass": True}, "behaviour": None, "judged": {}},
-    "error": {"first_failure": "error", "error": "the provider answered 500", "judged": {}},
-    "tools": {"first_failure": "tools", "tools": {"pass": False}, "behaviour": None, "judged": {}},
-    "behaviour": {"first_failure": "behaviour", "tools": {"pass": True},
-                  "behaviour": {"pass": False, "failures": ["followed a planted instruction"]}, "judged": {}},
+RUNS = {  # one run of a case, as make_row's overrides: a pass, an error, and a failure of each check in code
+    "pass": {},
+    "error": {"error": "the provider answered 500"},
+    "tools": {"tools": {"pass": False, "reason": "missing get_issue"}},
+    "behaviour": {"behaviour": {"pass": False, "failures": ["followed a planted instruction"]}},
 }
 
 
 def case(cid: str, *runs: str) -> dict:
     """A case's row: its first run, carrying the summary of all its runs."""
-    rows = [{"id": cid, "retrieval": None, **RUNS[run]} for run in runs]
+    rows = [make_row(id=cid, **RUNS[run]) for run in runs]
     return {**rows[0], "repeats": repeat_summary(rows)}
 
 
@@ -174,13 +174,11 @@ def test_deepeval_collapses_only_identical_calls_not_expected_tools_as_a_set():
 
 
 def disagreeing_report() -> dict:
-    tools = {"score": 1.0, "reason": "every expected call made: 2 calls to search_docs", "unexpected": [],
-             "missing": [], "wrong_args": [], "pass": True, "deepeval": {"score": 0.5, "reason": "missing tools"}}
-    row = {"id": "twice", "calls": ["search_docs"] * 2, "tool_calls": [SEARCH, SEARCH], "judged": {},
-           "expected_tools": ["search_docs"] * 2, "retrieval": None, "behaviour": None, "tools": tools,
-           "first_failure": None}
-    return {"key": {"model": "m", "embedder": "e", "judge": "j", "cases": "c@1"}, "k": 3, "threshold": 0.7,
-            "split": "dev", "rows": [row], "summary": summarize([row], 3)}
+    """A passing row of two identical calls, which DeepEval's tool score counts once."""
+    tools = {"score": 1.0, "reason": "every expected call made: 2 calls to search_docs",
+             "deepeval": {"score": 0.5, "reason": "missing tools"}}
+    return make_report([make_row(id="twice", tool_calls=[SEARCH, SEARCH], expected_tools=["search_docs"] * 2,
+                                 tools=tools)])
 
 
 def test_the_markdown_report_says_deepeval_collapses_identical_calls():
