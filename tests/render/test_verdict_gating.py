@@ -1,46 +1,16 @@
-"""What a report says, the same in the terminal, markdown, HTML and --show: the run each report is, a case
-named with --case, the stage a verdict gates, and outside text whose control characters are shown escaped."""
-import copy
-import json
-import re
+"""Which stage a verdict gates, and at which threshold, read the same in --show, the markdown and the HTML: the
+behaviour judgements gate the behaviour stage (its column and each failure's reason in the HTML), a low score
+that gates nothing is not painted failing, and a verdict is judged at the report's threshold, not a constant."""
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
 from whichstage.scoring.gating import first_failure
-from whichstage._util import console
 from whichstage.scoring import gating
-from whichstage.render import case_text as show
 from whichstage.render.html import html
 from whichstage.render.markdown import markdown
 from whichstage.testing import make_report, make_row
-
-HERE = Path(__file__).parents[2]
-BUNDLED = json.loads((HERE / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
-HOSTILE = "x\x1b[2J\x1b]0;owned\x07\x00\u202eevil"  # clear screen, set the title, NUL, right-to-left override
-SHOWN = "x\\x1b[2J\\x1b]0;owned\\x07\\x00\\u202eevil"
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def edit(path: Path, change) -> None:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data), encoding="utf-8")
-
-
-def with_hostile_pages() -> dict:
-    """The bundled report with a hostile page id where the report lists pages: retrieved and missed."""
-    report = copy.deepcopy(BUNDLED)
-    row = next(r for r in report["rows"] if r["id"] == "shell-alias")
-    row["retrieved"] = [HOSTILE, *row["retrieved"][1:]]
-    row["searches"] = [row["retrieved"]]  # its one search, as the report lists it
-    row["retrieval"]["missed"] = [HOSTILE]
-    return report
-
-
-def rows_of(report: dict) -> dict:
-    return {r["id"]: r for r in report["rows"]}
 
 
 def abstain_row(cid: str, abstained: float, **fields) -> dict:
@@ -60,95 +30,10 @@ def behaviour_report() -> dict:
     return make_report([abstain_row("max-tasks", 0.0), hello, make_row(id="backup")])
 
 
-# ---- 10: control characters in names and page ids are shown escaped -----------------------------------
-
-def test_a_case_set_name_with_control_characters_reaches_no_terminal_or_report_raw(sample_project, capsys):
-    from whichstage.cli import run as evaluate
-
-    edit(sample_project / "cases.json", lambda cases: cases.update(name=f"docs-{HOSTILE}"))
-    assert evaluate.main(["--live", "--quiet"]) == 0
-    out, err = capsys.readouterr()
-    written = [p for p in (sample_project / "runs").iterdir() if p.name.startswith("docs-x-2J")]
-    assert {p.suffix for p in written} == {".md", ".html", ".json"}
-    for text in (out, err, *(p.read_text(encoding="utf-8") for p in written if p.suffix != ".json")):
-        assert not RAW.search(text)
-    assert f"cases docs-{SHOWN}@" in out
-
-
-def test_a_page_id_with_control_characters_is_shown_escaped_in_the_markdown():
-    text = markdown(with_hostile_pages())
-    assert not RAW.search(text) and f"missed {SHOWN}; retrieved {SHOWN}, " in text
-
-
-def test_a_page_id_with_control_characters_is_shown_escaped_in_the_html():
-    page = html(with_hostile_pages())
-    assert not RAW.search(page) and f"<li>{SHOWN}</li>" in page  # the first page retrieved
-
-
-def test_a_page_id_with_control_characters_is_shown_escaped_by_show():
-    row = rows_of(with_hostile_pages())["shell-alias"]
-    trace = {"tool_calls": [{"name": "search_docs", "args": {"query": HOSTILE}}],
-             "tool_outputs": [{"content": HOSTILE}], "answer": HOSTILE}
-    view = {"searches": [row["retrieved"]], "retrievers": ["search_docs"]}
-    text = show.text(row, trace, view, "rules")
-    assert not RAW.search(text) and f"pages: 1. {SHOWN}, 2." in text
-
-
-def test_text_written_to_the_terminal_has_its_control_characters_escaped(capsys):
-    assert console.write_stdout(f"plan: {HOSTILE}\tcase\n", command="test") is None
-    assert capsys.readouterr().out == f"plan: {SHOWN}\tcase\n\n"  # tab and newline kept
-
-
-# ---- 14: --case names a held-out case ----------------------------------------------------------------------
-
 @pytest.fixture
 def hash_run(here, monkeypatch) -> Path:
     monkeypatch.setenv("DOCS_EMBEDDER", "hash")  # one of the two bundled runs
     return here
-
-
-def test_case_naming_a_held_out_case_reports_it(hash_run, capsys):
-    from whichstage.cli import run as evaluate
-
-    assert evaluate.main(["--case", "bug-240-week-start"]) == 0
-    out = capsys.readouterr().out
-    assert "\n| bug-240-week-start | " in out and "0/1 cases pass every stage" in out
-
-
-def test_a_glob_matching_only_held_out_cases_reports_them(hash_run, capsys):
-    from whichstage.cli import run as evaluate
-
-    assert evaluate.main(["--case", "android-*"]) == 0
-    assert "\n| android-app | " in capsys.readouterr().out
-
-
-def test_a_glob_matching_dev_cases_too_keeps_the_held_out_ones_hidden(hash_run, capsys):
-    from whichstage.cli import run as evaluate
-
-    assert evaluate.main(["--case", "*-*"]) == 0
-    out = capsys.readouterr().out
-    assert "\n| issue-212 | " in out and "| android-app |" not in out and "split dev." in out
-
-
-def test_case_with_a_split_that_holds_none_of_the_named_cases_is_refused_in_one_line(hash_run, capsys):
-    from whichstage.cli import run as evaluate
-
-    assert evaluate.main(["--case", "bug-240-week-start", "--split", "dev"]) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and "bug-240-week-start (holdout)" in err and "dev split" in err
-
-
-# ---- 15: each report opens with the run it is ------------------------------------------------------------
-
-def test_each_of_two_replayed_reports_opens_with_its_run(here, capsys):
-    from whichstage.cli import run as evaluate
-
-    assert evaluate.main([]) == 0
-    out = capsys.readouterr().out
-    openings = [line for line in out.splitlines() if line.startswith("# ")]
-    assert out.startswith(openings[0]) and len(openings) == 2
-    assert ["embedder e5-small," in openings[0], "embedder hash," in openings[1]] == [True, True]
-    assert all("cases docs-assistant@" in line and "model rules," in line for line in openings)
 
 
 # ---- 16: the behaviour judgements read as gating -------------------------------------------------------
