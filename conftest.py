@@ -372,6 +372,34 @@ def sample_project(tmp_path: Path, monkeypatch) -> Path:
     return offline_here(copy_cases(tmp_path, SAMPLE), monkeypatch)
 
 
+@pytest.fixture(scope="session")
+def recorded_notes(tmp_path_factory) -> Path:
+    """A project made by `evaluate.py init`, recorded once with the offline backends and a baseline saved."""
+    from whichstage.cli import run as evaluate
+
+    folder = tmp_path_factory.mktemp("made") / "notes"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder.parent)
+        for name, value in OFFLINE.items():
+            patch.setenv(name, value)
+        assert evaluate.main(["init", str(folder)]) == 0
+        assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
+        assert evaluate.main(["--project", str(folder), "--save-baseline", str(folder / "baselines" / "b.json")]) == 0
+    return folder
+
+
+@pytest.fixture
+def notes(recorded_notes, tmp_path, monkeypatch, capsys) -> Path:
+    """A copy of recorded_notes, run from its own folder with the offline backends."""
+    folder = tmp_path / "notes"
+    shutil.copytree(recorded_notes, folder)
+    monkeypatch.chdir(folder)
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    return folder
+
+
 def offline_here(project: Path, monkeypatch) -> Path:
     """evaluate.py, in this process, pointed at `project`, the offline backends selected, retries costing no time."""
     from whichstage.calls import retries as live_calls
@@ -391,6 +419,14 @@ def fake_models():
 
     with installed() as fake:
         yield fake
+
+
+def interrupt_after_runs(fake_models, runs: int) -> None:
+    """Ctrl-C as an agent run asks its model first, once `runs` agent runs have started (with --concurrency 1:
+    completed): none of that run's calls is paid (fakes.starts_run)."""
+    from whichstage.testing.fakes import starts_run
+
+    fake_models.fail(lambda call: starts_run(call) and len(fake_models.runs()) >= runs, KeyboardInterrupt())
 
 
 # One case of each kind the bundled example holds, for tests that run the whole harness through a provider's

@@ -590,25 +590,19 @@ def case(data: dict, cid: str) -> dict:
     return next(c for c in data["cases"] if c["id"] == cid)
 
 
-class Paid:
-    """Every model call a live run makes, by entry: agent runs by question, judge metrics by stage."""
-
-    def __init__(self, monkeypatch):
-        from whichstage.agent import capture
-        self.agent, self.judged, self.tools = [], [], []
-        real_run, real_measure, real_tools = capture.run, judging.measure, judging.tool_scores
-        monkeypatch.setattr(capture, "run", lambda agent, q, *history: self.agent.append(q) or real_run(agent, q, *history))
-        monkeypatch.setattr(judging, "measure", lambda m, *a: self.judged.append((m, a[1])) or real_measure(m, *a))
-        monkeypatch.setattr(judging, "tool_scores", lambda q, *a: self.tools.append(q) or real_tools(q, *a))
-
-
 def entries(folder: Path) -> dict:
     return {name: json.dumps(item) for name, item in
             json.loads((folder / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"].items()}
 
 
+def rewritten(before: dict, after: dict) -> set[str]:
+    """The entries (as `entries` reads them) a live run wrote anew: added, or changed (a verdict's measured time
+    at least)."""
+    return {name for name in after if after[name] != before.get(name)}
+
+
 def test_an_edited_question_is_refused_naming_the_case_and_rerecords_that_case_alone(live_project, monkeypatch,
-                                                                                   capsys):
+                                                                                   capsys, fake_models):
     before = entries(live_project)
     edit_json(live_project, "cases.json", lambda d: case(d, "backup").update(
         question="Where does tracker store its data, and what should I back up?"))
@@ -621,40 +615,40 @@ def test_an_edited_question_is_refused_naming_the_case_and_rerecords_that_case_a
         f"{len(case_ids('all')) - 1} cases current; record again with --live")
     monkeypatch.setenv("DOCS_MODEL", "rules"), monkeypatch.setenv("DOCS_EMBEDDER", "hash")
     monkeypatch.setenv("DOCS_JUDGE", "lexical")
-    paid = Paid(monkeypatch)
     assert evaluate_main("--live", "--quiet") == 0
-    assert paid.agent == ["Where does tracker store its data, and what should I back up?"]
-    assert {q for _, q in paid.judged} <= {paid.agent[0]} and paid.tools == paid.agent
+    assert fake_models.runs() == ["Where does tracker store its data, and what should I back up?"]
     after = entries(live_project)
-    assert {n for n in after if after[n] != before.get(n)} <= {n for n in after if "/backup" in n}
+    written = rewritten(before, after)
+    assert written <= {n for n in after if "/backup" in n} and "tools/backup" in written
+    assert len(fake_models.measurements()) == len([n for n in written if n.startswith("judge/")])  # backup's alone
     assert all(after[n] == before[n] for n in before if "/backup" not in n)  # byte-identical, timings too
 
 
-def test_an_edited_reference_reruns_only_the_verdicts_that_read_it(live_project, monkeypatch):
+def test_an_edited_reference_reruns_only_the_verdicts_that_read_it(live_project, fake_models):
+    before = entries(live_project)
     edit_json(live_project, "cases.json", lambda d: case(d, "restore").update(reference="Run tracker restore ID now."))
-    paid = Paid(monkeypatch)
     assert evaluate_main("--live", "--quiet") == 0
-    assert paid.agent == [] and paid.tools == []
-    assert sorted(m for m, _ in paid.judged) == ["contextual_precision", "contextual_recall"]
+    assert fake_models.runs() == []
+    assert sorted(fake_models.measurements()) == ["contextual_precision", "contextual_recall"]
+    assert rewritten(before, entries(live_project)) == {"judge/restore/contextual_precision",
+                                                        "judge/restore/contextual_recall"}  # no tool score either
 
 
-def test_an_edited_page_rerecords_every_trace_that_searched_and_no_other(live_project, monkeypatch):
+def test_an_edited_page_rerecords_every_trace_that_searched_and_no_other(live_project, fake_models):
     edit_json(live_project, "docs.json", lambda d: d[-1].update(text=d[-1]["text"] + " Tokens are long."))
-    paid = Paid(monkeypatch)
     assert evaluate_main("--live", "--quiet") == 0
     searched = [c["question"] for c in json.loads((HERE / "cases.json").read_text())["cases"]
                 if "search_docs" in c["expected_tools"]]
-    assert sorted(paid.agent) == sorted(searched)  # issue-only lookups and small talk are not paid again
+    assert sorted(fake_models.runs()) == sorted(searched)  # issue-only lookups and small talk are not paid again
 
 
-def test_an_edited_issue_rerecords_only_the_traces_that_looked_it_up(live_project, monkeypatch):
+def test_an_edited_issue_rerecords_only_the_traces_that_looked_it_up(live_project, fake_models):
     edit_json(live_project, "issues.json", lambda d: d["231"].update(title="import drops some rows"))
-    paid = Paid(monkeypatch)
     assert evaluate_main("--live", "--quiet") == 0
-    assert paid.agent == ["What is the status of issue 231?"]
+    assert fake_models.runs() == ["What is the status of issue 231?"]
 
 
-def test_a_new_case_records_only_itself_and_a_removed_case_is_dropped(live_project, monkeypatch, capsys):
+def test_a_new_case_records_only_itself_and_a_removed_case_is_dropped(live_project, fake_models, capsys):
     def change(data):
         data["cases"] = [c for c in data["cases"] if c["id"] != "thanks"]
         data["cases"].append({"id": "restore-purged", "question": "Can I restore a purged task?",
@@ -662,9 +656,8 @@ def test_a_new_case_records_only_itself_and_a_removed_case_is_dropped(live_proje
                               "expected_docs": ["archive"], "expected_tools": ["search_docs"],
                               "reference": "No: a purged task cannot be restored."})
     edit_json(live_project, "cases.json", change)
-    paid = Paid(monkeypatch)
     assert evaluate_main("--live", "--quiet") == 0
-    assert paid.agent == ["Can I restore a purged task?"]
+    assert fake_models.runs() == ["Can I restore a purged task?"]
     thanks = [n for n in entries(HERE) if "/thanks" in n]  # trace, tool score, relevancy
     assert len(thanks) == 3 and f"dropped {len(thanks)} no longer current" in capsys.readouterr().err
     assert not [n for n in entries(live_project) if "/thanks" in n]

@@ -13,13 +13,13 @@ from whichstage.analysis.gate import Tolerances, case_record, judge
 from whichstage.model.stages import OVERALL
 from whichstage.project.config import load
 from whichstage._util.stats import rate
+from whichstage.testing import make_row
 
 BASELINE = "baselines/b.json"
 
 
 def judged_row(i: int, faithful: bool) -> dict:
-    return {"id": f"c{i}", "first_failure": None if faithful else "faithfulness",
-            "judged": {"faithfulness": {"score": 1.0 if faithful else 0.0, "reason": f"reason {i}"}}}
+    return make_row(id=f"c{i}", judged={"faithfulness": {"score": 1.0 if faithful else 0.0, "reason": f"reason {i}"}})
 
 
 def faithfulness_gate(total: int, broke: int, fixed: int, tolerance: float = 0.1):
@@ -70,15 +70,15 @@ def faithfulness_args():
 
 
 def test_a_case_that_newly_fails_a_check_in_code_is_named_with_its_reason():
-    before = {"c1": case_record({"id": "c1", "first_failure": None, "tools": {"pass": True, "reason": "ok"}})}
-    row = {"id": "c1", "first_failure": "tools", "tools": {"pass": False, "reason": "missing get_device",
-                                                           "missing": ["get_device"]}}
+    before = {"c1": case_record(make_row(id="c1"))}
+    row = make_row(id="c1", tools={"pass": False, "reason": "missing get_device", "missing": ["get_device"]})
+    assert row["first_failure"] == "tools"
     result = judge(before, [row], {}, {}, [], Tolerances(1.0))
     assert [f.text() for f in result.regressions] == ["c1: tools: missing get_device"]
 
 
 def test_a_case_failing_a_check_in_code_in_the_baseline_too_is_no_regression():
-    failing = {"id": "c1", "first_failure": "tools", "tools": {"pass": False, "reason": "missing get_device"}}
+    failing = make_row(id="c1", tools={"pass": False, "reason": "missing get_device"})
     assert judge({"c1": case_record(failing)}, [failing], {}, {}, [], Tolerances(1.0)).regressions == []
 
 

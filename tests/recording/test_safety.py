@@ -16,14 +16,12 @@ from whichstage.cli import run as evaluate
 from whichstage.run import pipeline
 from whichstage.recording.store import Cassette, Mode
 from whichstage._util.files import write_atomic
-from conftest import OFFLINE, OFFLINE_RUN, Forked, load_project
-from whichstage.agent import capture
+from conftest import OFFLINE, OFFLINE_RUN, Forked, interrupt_after_runs, load_project
 from whichstage.run.entries import sha
 from whichstage._util.jsontext import loads
 from whichstage.calls.pool import Pool
 
 HERE = Path(__file__).parents[2]
-REAL_RUN = capture.run
 
 
 def journal_of(project: Path) -> Path:
@@ -45,21 +43,6 @@ def whole_entries(journal: Path) -> set[str]:
     return names
 
 
-class Agent:
-    """Counts agent runs; `stop_after` raises Ctrl-C once that many have completed."""
-
-    def __init__(self, monkeypatch, stop_after=None):
-        self.done, self.stop_after, real = [], stop_after, REAL_RUN
-
-        def run(agent, question, *history):
-            if self.stop_after is not None and len(self.done) >= self.stop_after:
-                raise KeyboardInterrupt
-            trace = real(agent, question, *history)
-            self.done.append(question)
-            return trace
-        monkeypatch.setattr(capture, "run", run)
-
-
 def one_line(err: str) -> str:
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     return err.strip()
@@ -67,13 +50,14 @@ def one_line(err: str) -> str:
 
 # ---- 1, 2: the journal --------------------------------------------------------------------------------------
 
-def test_a_torn_journal_line_costs_that_line_only(sample_project, monkeypatch, capsys):
+def test_a_torn_journal_line_costs_that_line_only(sample_project, fake_models, capsys):
     journal = journal_of(sample_project)
-    Agent(monkeypatch, stop_after=4)
+    interrupt_after_runs(fake_models, 4)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     journal.write_bytes(journal.read_bytes()[:-40])  # a kill -9 or a full disk in the middle of the last line
     torn = journal.read_text().splitlines()[-1]
-    Agent(monkeypatch, stop_after=4)
+    fake_models.reset()
+    interrupt_after_runs(fake_models, 4)
     assert evaluate.main(["--live", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     err = capsys.readouterr().err
     assert "kept aside" in err and "1 damaged line" in err
@@ -81,24 +65,24 @@ def test_a_torn_journal_line_costs_that_line_only(sample_project, monkeypatch, c
     assert all(json.loads(line) for line in journal.read_text().splitlines())  # every line whole again
     aside = [p for p in journal.parent.iterdir() if ".damaged-" in p.name]
     assert len(aside) == 1 and aside[0].read_text() == torn + "\n"
-    third = Agent(monkeypatch)
+    fake_models.reset()
     assert evaluate.main(["--live", "--quiet"]) == 0
     assert f"resuming: {len(kept)} entries from an interrupted run are kept" in capsys.readouterr().err
     paid_again = {f"agent/{c['id']}" for c in json.loads((sample_project / "cases.json").read_text())["cases"]
-                  if c["question"] in third.done}
+                  if c["question"] in fake_models.runs()}
     assert not paid_again & kept  # nothing the journal kept is paid for twice
 
 
 @pytest.mark.parametrize("damage", ["header", "empty"])
-def test_a_damaged_or_empty_journal_is_never_deleted_for_other_models(live_project, monkeypatch, capsys, damage):
+def test_a_damaged_or_empty_journal_is_never_deleted_for_other_models(live_project, fake_models, capsys, damage):
     journal = journal_of(live_project)
-    Agent(monkeypatch, stop_after=3)
+    interrupt_after_runs(fake_models, 3)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     capsys.readouterr()
     lines = journal.read_text().splitlines(keepends=True)
     journal.write_text("{not json\n" + "".join(lines[1:]) if damage == "header" else "")
     damaged = journal.read_text()
-    Agent(monkeypatch)
+    fake_models.reset()
     assert evaluate.main(["--live", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "recorded with other models" not in err
@@ -110,16 +94,15 @@ def test_a_damaged_or_empty_journal_is_never_deleted_for_other_models(live_proje
 
 # ---- 3, 4, 5: the recording ---------------------------------------------------------------------------------
 
-def test_a_corrupt_recording_is_refused_not_paid_for_again(sample_project, monkeypatch, capsys):
+def test_a_corrupt_recording_is_refused_not_paid_for_again(sample_project, fake_models, capsys):
     path = recording_of(sample_project)
     path.write_bytes(path.read_bytes()[:1000])
     damaged = path.read_bytes()
-    paid = Agent(monkeypatch)
     assert evaluate.main(["--live", "--quiet"]) == 2
     line = one_line(capsys.readouterr().err)
     assert line.startswith(f"evaluate.py: recordings/{OFFLINE_RUN}.json: malformed JSON at line ")
     assert line.endswith("start over deliberately with --rerecord")
-    assert paid.done == [] and path.read_bytes() == damaged
+    assert fake_models.runs() == [] and path.read_bytes() == damaged
     assert evaluate.main(["--live", "--rerecord", "--quiet"]) == 0  # deliberately
     assert json.loads(path.read_text())["entries"]
 
@@ -391,8 +374,8 @@ def test_an_entry_key_of_what_json_cannot_hold_raises_as_json_does():
             sha(value)
 
 
-def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, monkeypatch, capsys):
-    Agent(monkeypatch, stop_after=2)
+def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, fake_models, capsys):
+    interrupt_after_runs(fake_models, 2)
     assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
     capsys.readouterr()
     journal = journal_of(live_project)

@@ -7,31 +7,36 @@ from pathlib import Path
 import pytest
 
 from whichstage.cli import run as evaluate
-from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, of_cases, untimed
-from whichstage.agent import capture
-from whichstage.judging import metrics as judging
-from whichstage.run import ladder
+from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, interrupt_after_runs, of_cases, untimed
 from whichstage.project import selection
 
 HERE = Path(__file__).parents[2]
-REAL = {"run": capture.run, "measure": judging.measure, "tool_scores": judging.tool_scores,
-        "project_ranking": ladder.project_ranking, "keyword_ranking": ladder.keyword_ranking}
-MODULES = {"run": capture, "measure": judging, "tool_scores": judging, "project_ranking": ladder,
-           "keyword_ranking": ladder}
 
 
-class Calls:
-    """Every call a live run makes, by kind, as the plan names its kinds."""
+def recorded(project: Path) -> dict[str, str]:
+    """The entries of the project's recording, each as its JSON text."""
+    entries = json.loads((project / "recordings" / f"{OFFLINE_RUN}.json").read_text())["entries"]
+    return {name: json.dumps(entry) for name, entry in entries.items()}
 
-    def __init__(self, monkeypatch):
-        self.made = {"agent runs": 0, "judge metrics": 0, "tool scores": 0, "embeddings": 0, "ladder rankings": 0}
-        kinds = {"run": "agent runs", "measure": "judge metrics", "tool_scores": "tool scores",
-                 "project_ranking": "embeddings", "keyword_ranking": "ladder rankings"}
-        for name, real in REAL.items():
-            def counted(*args, real=real, kind=kinds[name]):
-                self.made[kind] += 1
-                return real(*args)
-            monkeypatch.setattr(MODULES[name], name, counted)
+
+def written(before: dict[str, str], after: dict[str, str]) -> dict[str, int]:
+    """How many entries a live run wrote anew (added, or changed), by kind as the plan names its kinds."""
+    from collections import Counter
+
+    def kind(name: str) -> str:
+        head, _, rest = name.partition("/")
+        if head == "agent":
+            return "counterfactual runs" if "@" in rest else "repeats" if "#" in rest else "agent runs"
+        if head == "ladder":
+            return "embeddings" if rest.endswith("/vector") else "ladder rankings"
+        return {"tools": "tool scores", "judge": "judge metrics"}[head]
+    return dict(Counter(kind(name) for name in after if after[name] != before.get(name)))
+
+
+def paid(calls: list) -> list:
+    """The model calls that answer a case: all but embedding the pages, which each run does again to build its
+    indexes (and to read the agent's tools)."""
+    return [c for c in calls if (c.kind, c.label) != ("embed", "documents")]
 
 
 def plan_counts(out: str) -> dict[str, int]:
@@ -77,13 +82,12 @@ def test_a_case_that_matches_nothing_exits_2_in_one_line(here, capsys, args, mes
     assert err.startswith(message) and err.count("\n") == 1
 
 
-def test_a_live_run_of_some_cases_records_theirs_and_keeps_the_others(live_project, monkeypatch):
+def test_a_live_run_of_some_cases_records_theirs_and_keeps_the_others(live_project, fake_models):
     path = live_project / "recordings" / f"{OFFLINE_RUN}.json"
     before = json.loads(path.read_text())["entries"]
     edit_cases(live_project, lambda d: [c.update(question=c["question"] + " Please.") for c in d["cases"]])
-    calls = Calls(monkeypatch)
     assert evaluate.main(["--live", "--quiet", "--case", "backup"]) == 0
-    assert calls.made["agent runs"] == 1
+    assert len(fake_models.runs()) == 1
     after = json.loads(path.read_text())["entries"]
     assert set(after) == set(before)  # the others' entries stay, stale as they are, for their own run
     assert all(after[n] == before[n] for n in before if selection.case_of(n) != "backup")
@@ -109,7 +113,7 @@ def test_show_works_on_any_project(tmp_path, monkeypatch, capsys):
 
 # ---- --plan -------------------------------------------------------------------------------------------------
 
-def test_the_plans_calls_are_the_calls_the_live_run_then_makes(live_project, monkeypatch, capsys):
+def test_the_plans_calls_are_the_calls_the_live_run_then_makes(live_project, fake_models, capsys):
     def change(data):
         data["cases"][2]["reference"] = "Run tracker restore ID now."
         data["cases"].append({"id": "tag-a-task", "question": "How do I tag a task?", "expected_tools": ["search_docs"],
@@ -118,15 +122,16 @@ def test_the_plans_calls_are_the_calls_the_live_run_then_makes(live_project, mon
                               "reference": "Goodbye!"})
     edit_cases(live_project, change)
     snapshot = {p: p.read_bytes() for p in (live_project / "recordings").iterdir()}
-    untouched = Calls(monkeypatch)
     assert evaluate.main(["--live", "--plan"]) == 0
     planned = plan_counts(capsys.readouterr().out)
-    assert untouched.made == dict.fromkeys(untouched.made, 0)  # nothing called
+    assert paid(fake_models.reset()) == []  # no model called
     assert {p: p.read_bytes() for p in (live_project / "recordings").iterdir()} == snapshot  # nothing written
-    calls = Calls(monkeypatch)
+    before = recorded(live_project)
     assert evaluate.main(["--live", "--quiet"]) == 0
-    made = {kind: n for kind, n in calls.made.items() if n}
-    assert planned == made and planned["agent runs"] == 2 and planned["judge metrics"] >= 4
+    assert planned == written(before, recorded(live_project))  # every kind, the free ones too
+    assert (len(fake_models.runs()), len(fake_models.measurements())) == (planned["agent runs"],
+                                                                          planned["judge metrics"])
+    assert planned["agent runs"] == 2 and planned["judge metrics"] >= 4
 
 
 def test_a_plan_with_nothing_to_do_says_so(live_project, capsys):
@@ -169,19 +174,12 @@ def test_a_shard_that_cannot_be_is_refused(live_project, capsys, bad):
     assert capsys.readouterr().err.startswith(f"evaluate.py: --shard {bad!r}: expected I/N")
 
 
-def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(sample_project, monkeypatch, capsys):
+def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(sample_project, monkeypatch, fake_models,
+                                                                      capsys):
     (sample_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()
-    stop = {"after": 3, "runs": 0}
-    real = capture.run
-
-    def interrupted(agent, question, *history):
-        stop["runs"] += 1
-        if stop["runs"] > stop["after"]:
-            raise KeyboardInterrupt
-        return real(agent, question, *history)
-    monkeypatch.setattr(capture, "run", interrupted)
+    interrupt_after_runs(fake_models, 3)
     assert evaluate.main(["--live", "--quiet", "--shard", "2/3", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
-    monkeypatch.setattr(capture, "run", real)
+    fake_models.reset()
     capsys.readouterr()
     for shard in ("1/3", "2/3", "3/3"):
         assert evaluate.main(["--live", "--quiet", "--shard", shard]) == 0

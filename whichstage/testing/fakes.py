@@ -7,6 +7,11 @@ models are wrapped where whichstage/providers/build.py builds them (its MODEL_HO
         fake_models.fail(lambda call: call.kind == "judge", TimeoutError("read timed out"))
         assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
         assert fake_models.count("chat") > 0  # the agent still ran
+
+`runs()` and `measurements()` read the calls as the runs a recording pays for: the agent runs (by question) and
+the judge's measurements (by metric), so a test can say what a live run paid again without patching the
+harness's functions. What makes no model call (DeepEval's tool score on names, BM25) is not seen here: read
+what the run recorded for it.
 """
 import contextlib
 import threading
@@ -14,7 +19,8 @@ from typing import Any, Callable, Iterator, NamedTuple, Optional
 
 
 class Call(NamedTuple):
-    """One model call: its kind ("chat", "embed" or "judge"), what it is about, and its input.
+    """One model call: its kind ("chat", "embed" or "judge"), what it is about, its input, and the name the model
+    was built for (`rules`, `hash`, `lexical`, `gemini-3.8-flash`: which of two judges was asked).
     - chat: label the question the agent answers (the last user message); text the prompt's last message
       (the question itself on a run's first call, a tool's output after it);
     - embed: label "query" or "documents"; text the text (documents joined by blank lines);
@@ -25,6 +31,30 @@ class Call(NamedTuple):
     label: str
     text: str
     schema: Any = None
+    model: str = ""
+
+
+def starts_run(call: Call) -> bool:
+    """Whether `call` is an agent run's first model call: a chat call whose prompt ends with the question (a
+    follow-up's earlier turns come before it; after a tool call the prompt ends with the tool's output). A rule
+    on it stops a run before any of its calls is paid."""
+    return call.kind == "chat" and call.text == call.label
+
+
+# The request each judge metric makes first, once per measurement whatever it then finds (DeepEval 4.3's
+# metrics and the facts metric, by the metric's name in a Call's label; a GEval, as a behaviour judgement or a
+# project's criterion, asks once): counting these counts the measurements.
+FIRST_REQUEST = {"faithfulness": "Truths", "answer_relevancy": "Statements", "contextual_precision": "Verdicts",
+                 "contextual_recall": "Verdicts", "facts": "Verdicts", "g_eval": "ReasonScore"}
+
+
+def measurement_of(call: Call) -> Optional[str]:
+    """The metric whose measurement `call` starts ("faithfulness" for the strict one too, "g_eval" for a
+    behaviour or a criterion), or None for any other call."""
+    if call.kind != "judge":
+        return None
+    metric, _, schema = call.label.partition("/")
+    return metric if FIRST_REQUEST.get(metric) == schema else None
 
 
 def _chat_call(messages, *args, **kwargs) -> Call:
@@ -60,11 +90,11 @@ def _chat_reply(text: str):
 class FakeModels:
     """The calls answered so far (`calls`, in the order they returned) and the rules for the next ones."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.calls: list[Call] = []
         self._rules: list[tuple[Callable[[Call], bool], Callable[[Call], Optional[str]]]] = []
         self._lock = threading.Lock()
-        self._classes: dict[tuple[str, type], type] = {}
+        self._classes: dict[tuple[str, str, type], type] = {}
 
     def on_call(self, when: Callable[[Call], bool], action: Callable[[Call], Optional[str]]) -> None:
         """Before each call `when` holds for, run `action(call)`: it may raise (the call fails), return None (the
@@ -86,6 +116,17 @@ class FakeModels:
         with self._lock:
             return sum((kind is None or c.kind == kind) and (label is None or c.label == label) for c in self.calls)
 
+    def runs(self) -> list[str]:
+        """The question of each agent run whose first call was answered, in that order (counterfactual runs and
+        repeats too: each is a run)."""
+        with self._lock:
+            return [c.label for c in self.calls if starts_run(c)]
+
+    def measurements(self) -> list[str]:
+        """The metric of each judge measurement started and answered so far, in that order (measurement_of)."""
+        with self._lock:
+            return [m for m in map(measurement_of, self.calls) if m is not None]
+
     def reset(self) -> list[Call]:
         """The calls answered so far; then forget them and every rule."""
         with self._lock:
@@ -94,20 +135,20 @@ class FakeModels:
 
     def wrap(self, kind: str, name: str, model: Any) -> Any:
         """A providers.MODEL_HOOKS hook: the model, its class swapped for a subclass whose calls pass here."""
-        key = (kind, type(model))
+        key = (kind, name, type(model))
         if key not in self._classes:
             base = type(model)
-            methods = {method: self._through(kind, getattr(base, method), describe)
+            methods = {method: self._through(kind, name, getattr(base, method), describe)
                        for method, describe in METHODS[kind].items()}
             self._classes[key] = type(f"Fake{base.__name__}", (base,), methods)
         model.__class__ = self._classes[key]
         return model
 
-    def _through(self, kind: str, real: Callable, describe: Callable[..., Call]) -> Callable:
+    def _through(self, kind: str, name: str, real: Callable, describe: Callable[..., Call]) -> Callable:
         fake = self
 
         def method(model, *args, **kwargs):
-            call = describe(*args, **kwargs)
+            call = describe(*args, **kwargs)._replace(model=name)
             answer = fake._before(call)
             if answer is None:
                 value = real(model, *args, **kwargs)

@@ -1,25 +1,22 @@
-"""What `--show` and the HTML report display agrees with what is scored: a search's documents (two chunks of
-one page once, ranked as scoring ranks them, cut where k cuts them), a fact verdict that wraps still reads as one fact, and a
-misspelt key under [tools.NAME] is named as the unknown key it is."""
+"""What `--show` and the HTML report list of a search agrees with what is scored: its documents at the ranks
+scored (two chunks of one page once, the page counted beside them), each search ranked from one, and each
+search cut where k cuts it, its chunks below k marked as not scored."""
 import re
 
-import pytest
-
 from whichstage.render import case_text as show
-from whichstage.model.errors import InputError
 from whichstage.render.html_cases import pages as _pages
-from whichstage.project.config import tool_role
+from whichstage.testing import make_row
+
 
 CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
 
 
 def row_of(**fields) -> dict:
-    """A scored row as case_row writes it, of one retriever call that returned CHUNKED."""
-    return {"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
-            "split": "dev", "expected_behavior": "answer", "expected_tools": ["lookup_guides"],
-            "expected_docs": ["guides/damage.md"], "retrieved": CHUNKED, "searches": [CHUNKED], "behaviour": None,
-            "tools": None, "retrieval": {"hit": True, "recall": 1.0, "reciprocal_rank": 1 / 3, "missed": []},
-            "judged": {}, "first_failure": None, **fields}
+    """A scored row of one retriever call that returned CHUNKED, expecting guides/damage.md (third, at k = 3)."""
+    call = {"name": "lookup_guides", "args": {"query": "train"}}
+    return make_row(**{"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
+                       "expected_tools": ["lookup_guides"], "tool_calls": [call], "expected_docs": ["guides/damage.md"],
+                       "searches": [CHUNKED], **fields})
 
 
 def shown(row: dict) -> str:
@@ -78,20 +75,3 @@ def test_show_marks_only_the_chunks_of_pages_below_k_as_not_scored():
         "rank 2, page guides/returns.md, id c2",
         "rank 3, page guides/damage.md, id c3 (expected, below k = 2: not scored)",
         "rank 1, page guides/cancelling.md, id c4"]
-
-
-def test_a_long_fact_verdict_wraps_onto_an_indented_line_not_a_new_bullet():
-    fact = {"fact": "A late return costs 2 euros for every 15 minutes", "covered": True,
-            "reason": "Stated in 'A late return costs 2 euros for every 15 minutes past the booked end time.'"}
-    row = row_of(judged={"facts": {"score": 1.0, "reason": "every expected fact is stated", "facts": [fact]}})
-    lines = shown(row).splitlines()
-    at = next(i for i, line in enumerate(lines) if line.strip().startswith("- covered: A late return"))
-    assert lines[at + 1].startswith("        ") and not lines[at + 1].lstrip().startswith("- ")
-    assert sum(line.lstrip().startswith("- ") for line in lines) == 1
-
-
-def test_a_misspelt_role_is_named_as_the_unknown_key_with_the_valid_keys():
-    with pytest.raises(InputError) as caught:
-        tool_role("cancel_rental", {"rol": "action"})
-    assert str(caught.value) == ("evals.toml: tools.cancel_rental.rol: unknown key for a tool (valid: role, ids, "
-                                 "page, page_pattern, records, key)")
