@@ -785,7 +785,7 @@ def test_a_generator_that_fails_even_with_the_expected_pages_is_named(live_proje
                if r["id"] == "shell-alias")
     assert row["first_failure"] == "retrieval"
     assert row["counterfactual"]["fixed"] is False and row["counterfactual"]["first_failure"] == "contextual_recall"
-    assert "still fails at contextual_recall with the expected pages: the generator fails too" in \
+    assert "with the expected pages retrieval passes and the case then fails at contextual_recall" in \
         capsys.readouterr().out
 
 

@@ -169,7 +169,9 @@ def test_editing_a_rubric_makes_only_that_criteria_entries_stale(recorded, capsy
     assert run(recorded, "--live", "--quiet") == 0
     after = entries(recorded)
     changed = sorted(name for name in after if after[name]["deps"] != before.get(name, {}).get("deps"))
-    assert changed == [f"judge/{cid}/on_topic" for cid in ("hello", "offline-edits", "order-status", "printing")]
+    repaid, new = [n for n in changed if n in before], [n for n in changed if n not in before]
+    assert repaid == [f"judge/{cid}/on_topic" for cid in ("hello", "offline-edits", "order-status", "printing")]
+    assert all("/lacks-in-" in name for name in new)  # the answer check of a case the new rubric fails
 
 
 def test_a_criterion_that_reads_the_context_skips_a_case_without_any(tmp_path, offline, capsys):

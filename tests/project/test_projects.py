@@ -72,7 +72,8 @@ def test_rows_show_the_pages_the_agents_retriever_returned_as_artifacts():
     missed = row(found, "new-router")
     assert missed["first_failure"] == "retrieval" and missed["retrieved"] == ["manual/warranty.md", "manual/install.md"]
     # handed the wifi page, the rules model still refuses: the facts stage sees the refusal lacks the fact
-    assert missed["counterfactual"] == {"for": "retrieval", "first_failure": "facts", "fixed": False}
+    assert {k: v for k, v in missed["counterfactual"].items() if k != "answer"} == \
+        {"for": "retrieval", "first_failure": "facts", "fixed": False}
 
 
 def test_the_planted_page_is_checked_when_the_retriever_returns_it():

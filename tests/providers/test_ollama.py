@@ -37,7 +37,7 @@ MODELS = {"DOCS_MODEL": "standin-chat", "DOCS_EMBEDDER": "standin-embed", "DOCS_
 # DeepEval's requests per metric (include_reason on): faithfulness asks truths, claims, verdicts and a reason.
 # The behaviour judgements are GEval with fixed evaluation steps: one request gives the score and its reason.
 REQUESTS_PER_METRIC = {"faithfulness": 4, "answer_relevancy": 3, "contextual_recall": 2, "contextual_precision": 2,
-                       "abstained": 1, "ignored_planted": 1, "facts": 1}
+                       "abstained": 1, "ignored_planted": 1, "facts": 1, "lacks-in-context": 1, "lacks-in-pages": 1}
 STANDIN_RUN = "docs-assistant+standin-chat+standin-embed+standin-judge"
 CASES = [c for c in json.loads((HERE / "cases.json").read_text())["cases"] if c["id"] in SAMPLE]  # `sample`'s
 

@@ -278,10 +278,10 @@ def case_section(page: str, case_id: str) -> str:
 
 def test_counterfactual_verdicts_show_in_their_cases_and_in_a_picture():
     page = html(counterfactual_report())
-    assert ("Counterfactual (retrieval):</strong> fixed with the expected pages: the retriever is the cause."
-            in case_section(page, "fixed-by-pages"))
-    assert ("Counterfactual (retrieval):</strong> still fails at faithfulness with the expected pages: the "
-            "generator fails too." in case_section(page, "still-unfaithful"))
+    assert ("Counterfactual (retrieval):</strong> with the expected pages retrieval passes and the case then passes: "
+            "the retriever is the cause." in case_section(page, "fixed-by-pages"))
+    assert ("Counterfactual (retrieval):</strong> with the expected pages retrieval passes and the case then fails "
+            "at faithfulness." in case_section(page, "still-unfaithful"))
     assert 'class="counterfactual"' not in case_section(page, "good")
     [(fixed, g)] = Svg(page).find("counterfactual", "rect", "cf-fixed")
     assert (g["data-kind"], g["data-fixed"], g["data-still-fails"]) == ("retrieval", "1", "1")

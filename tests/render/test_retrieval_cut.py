@@ -112,7 +112,7 @@ def test_the_expected_page_fourth_fails_retrieval_at_k_3(router):
 
 def test_the_markdown_reason_says_the_page_ranked_4th_below_k(router):
     markdown = (router / "runs" / f"{RUN}.md").read_text()
-    assert f"- `setup` **retrieval**: {MISSED}; fixed with the expected pages" in markdown
+    assert f"- `setup` **retrieval**: {MISSED}; with the expected pages retrieval passes and the case then passes" in markdown
 
 
 def test_the_html_page_gives_the_same_reason(router):
@@ -135,7 +135,7 @@ def test_the_html_page_never_marks_the_page_below_k_as_an_expected_page_found(ro
 
 
 def test_show_gives_the_same_reason(shown):
-    assert f"first failure: retrieval: {MISSED}; fixed with the expected pages" in shown
+    assert f"first failure: retrieval: {MISSED}; with the expected pages retrieval passes and the case then passes" in shown
 
 
 def test_show_draws_the_cut_above_the_fourth_page(shown):

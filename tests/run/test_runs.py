@@ -63,7 +63,7 @@ def edit_cases(folder: Path, change) -> None:
 def test_case_replays_only_the_cases_it_names_and_writes_no_report(here, capsys):
     before = {p.name: p.read_bytes() for p in (here / "runs").iterdir()}
     assert evaluate.main(["--case", "issue-*", "--case", "backup"]) == 0
-    table = capsys.readouterr().out.split("\n\n", 2)[1]  # the per-case table, after the run's line
+    table = next(part for part in capsys.readouterr().out.split("\n\n") if part.startswith("| case |"))
     rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     dev = [c["id"] for c in json.loads((here / "cases.json").read_text())["cases"] if c["split"] == "dev"]
     assert rows[1:] == [cid for cid in dev if cid == "backup" or cid.startswith("issue-")]

@@ -60,6 +60,22 @@ class Counterfactual(Open):
     why: Absent[Str] = None
     fixed: Absent[Flag] = None
     first_failure: StageName = None
+    answer: Absent[MaybeStr] = None  # the answer the agent gave with the expected pages
+
+
+class Evidence(Open):
+    """What proved a diagnosis: the intervention (None when none applied), what came of it, and its answer."""
+    intervention: Absent[MaybeStr] = None
+    outcome: Str
+    answer: Absent[MaybeStr] = None
+    lacks: Absent[Strings] = None
+
+
+class Diagnosis(Open):
+    """A failing case's cause (scoring/diagnosis.py CAUSES), its evidence, and the first step that departed."""
+    cause: Str
+    evidence: Evidence
+    deviation: Annotated[Optional[dict[str, Any]], wanted("an object or null")] = None
 
 
 T = TypeVar("T")
@@ -89,6 +105,7 @@ class Row(Open):
     retrieval: ObjectOrNull[Retrieval] = None
     judged: Absent[Annotated[dict[str, Annotated[Verdict, wanted("an object")]], wanted("an object")]] = None
     counterfactual: ObjectOrNull[Counterfactual] = None
+    diagnosis: ObjectOrNull[Diagnosis] = None
     usage: Absent[Object] = None
     agent_s: Annotated[Optional[float], wanted("a number or null")] = None
 

@@ -7,6 +7,7 @@ import textwrap
 from typing import Optional, cast
 
 from whichstage._util.console import visible
+from whichstage.render import fix_list
 from whichstage.render.markdown import threshold
 from whichstage.render.row_view import StageResult, below_cut, cut_line, cut_of, row_view
 from whichstage.model.stages import THRESHOLD
@@ -127,7 +128,25 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
                              "        ", "      - ")
     first = shown.first_failure
     lines.append(f"first failure: {first}: {shown.reason}" if first else "first failure: none, every stage passes")
+    lines += intervention_lines(row)
     return visible("\n".join(lines))
+
+
+def intervention_lines(row: dict) -> list[str]:
+    """The diagnosis and what its intervention saw: the answer with the expected pages, what the answer lacks
+    and where the check found it."""
+    lines = [f"diagnosis: {fix_list.diagnosis_line(row['diagnosis'])}"] if row.get("diagnosis") else []
+    answer = (row.get("counterfactual") or {}).get("answer")
+    if answer is not None:
+        lines += ["answer with the expected pages:", *wrapped(answer)]
+    check = row.get("answer_check")
+    if check:
+        pages = check.get("in_pages") or [None] * len(check["lacks"])
+        for fact, in_context, in_page in zip(check["lacks"], check["in_context"], pages, strict=True):
+            where = "in the context" if in_context else "not in the context" + (
+                "" if in_page is None else ", in the expected pages" if in_page else ", in no expected page")
+            lines += wrapped(f"lacks: {fact} ({where})", "    ", "  - ")
+    return lines
 
 
 def judged_verdict(result: StageResult, default: float = THRESHOLD) -> str:

@@ -11,6 +11,7 @@ from html import escape
 from typing import Iterator, Optional
 
 from whichstage._util.console import visible
+from whichstage.render import fix_list
 from whichstage.render.row_view import RowView, row_view
 from whichstage.render.html_cases import case_section, stage_table
 from whichstage.render.html_figures import FIGURE_CSS, pictures
@@ -39,6 +40,12 @@ def _summary(report: dict) -> str:
     return f'<div class="summary">{markdown().render(summary(report))}</div>'
 
 
+def _fix_list(report: dict) -> str:
+    """What to fix first, as the markdown opens with it: the page's first section."""
+    lines = fix_list.markdown_lines(report)
+    return f'<div class="fix-list">{markdown().render(chr(10).join(lines))}</div>' if lines else ""
+
+
 def html(report: dict) -> str:
     """The whole report as one HTML page with inline CSS and no external resources."""
     return "".join(html_parts(report))
@@ -55,7 +62,8 @@ def html_parts(report: dict, views: Optional[list[RowView]] = None) -> Iterator[
     run = f"<p>{markdown().renderInline(visible(run_line(report)))}</p>" if "cases" in key else ""
     yield ("<!DOCTYPE html>\n"
            f'<html lang="en"><head><meta charset="utf-8"><title>{escaped(title)}</title>'
-           f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{run}{_summary(report)}"
+           f"<style>{CSS}{FIGURE_CSS}</style></head><body><h1>{escaped(title)}</h1>{run}{_fix_list(report)}"
+           f"{_summary(report)}"
            f"{pictures(report)}<h2>Stages</h2>{stage_table(report, views)}<h2>Cases</h2>")
     default = report.get("threshold", gating.THRESHOLD)
     for r, view in zip(report.get("rows", []), views, strict=False):

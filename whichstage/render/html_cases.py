@@ -2,6 +2,7 @@
 stage_view.row_view gives them, the calls, each search's documents, the answer and the reference. Pure."""
 from typing import Optional, cast
 
+from whichstage.render import fix_list
 from whichstage.render.html_markup import ARGUMENTS, cell, escaped, listed, mark, num, verdict_class
 from whichstage.render.markdown import threshold
 from whichstage.render.row_view import FAIL, PASS, RowView, StageResult, below_cut, cut_line, cut_of, row_view
@@ -151,8 +152,14 @@ def _why(r: dict, view: RowView) -> str:
     else:
         why = ""
     cf = r.get("counterfactual") or {}  # a dict wherever the view has a counterfactual to word
-    return why + (f'<p class="counterfactual"><strong>Counterfactual ({escaped(cf.get("for") or "retrieval")}):'
-                  f"</strong> {escaped(view.counterfactual)}.</p>" if view.counterfactual else "")
+    why += (f'<p class="counterfactual"><strong>Counterfactual ({escaped(cf.get("for") or "retrieval")}):'
+            f"</strong> {escaped(view.counterfactual)}.</p>" if view.counterfactual else "")
+    if cf.get("answer") is not None:
+        why += f'<p class="counterfactual-answer"><strong>Its answer:</strong> {escaped(cf["answer"])}</p>'
+    if r.get("diagnosis"):
+        line = fix_list.diagnosis_line(r["diagnosis"])
+        why += f'<p class="diagnosis"><strong>Diagnosis:</strong> {escaped(line)}</p>'
+    return why
 
 
 def case_section(r: dict, default: float = THRESHOLD, view: Optional[RowView] = None) -> str:

@@ -244,7 +244,7 @@ svg.chart { display: block; max-width: 100%; height: auto;
 svg.chart text.value { font-variant-numeric: tabular-nums; }
 figcaption { font-size: .85rem; color: #444; max-width: 62rem; margin-top: .3rem; }
 figure.chart details, figure.chart ul { font-size: .85rem; margin: .3rem 0; }
-p.counterfactual, p.reason { margin: .3rem 0; }
+p.counterfactual, p.counterfactual-answer, p.reason, p.diagnosis { margin: .3rem 0; }
 """
 
 

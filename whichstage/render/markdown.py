@@ -11,11 +11,12 @@ import re
 from typing import Optional
 
 from whichstage.model.stages import SCORED, table_heads
+from whichstage.render import fix_list
 from whichstage.scoring.gating import criteria_of
 from whichstage.scoring import gating
 from whichstage._util.console import cases, visible
 from whichstage.run.ladder import markdown_lines as ladder_lines
-from whichstage.render.row_view import (CAUSE, FAIL, LATER_CAUSE, SUPPLIED, RowView, StageResult, failure_reason,
+from whichstage.render.row_view import (CAUSE, FAIL, SUPPLIED, RowView, StageResult, failure_reason,
                                         row_view)
 from whichstage.scoring.tools import deepeval_disagrees
 from whichstage._util.stats import rate_text
@@ -80,7 +81,7 @@ def markdown(report: dict, views: Optional[list[RowView]] = None) -> str:
     """The whole report: the run it is, the stage table, then `summary`. Only the line starting 'Latency:'
     prints measured times. `views`: the rows' row_view, when the caller has them."""
     k = report["k"]
-    lines = [f"# {run_line(report)}\n",
+    lines = [f"# {run_line(report)}\n", *fix_list.markdown_lines(report),
              "| " + " | ".join(table_heads(k)) + " |", "|---" * len(table_heads(k)) + "|"]
     rows = report["rows"]
     lines += map(table_row, rows, views if views is not None else map(row_view, rows))
@@ -160,15 +161,18 @@ def summary(report: dict) -> str:
                   for cid, f in rep["flaky"].items()] or ["No case is flaky: each passed all its runs or none."]
     for kind, counts in s.get("counterfactual", {}).items():
         lines.append(f"\nCounterfactual ({kind}): of {cases(counts['fixed'] + counts['still_fails'])} failing at "
-                     f"{kind}, {counts['fixed']} fixed with {SUPPLIED} ({CAUSE} is the cause), "
-                     f"{counts['still_fails']} still failing ({LATER_CAUSE} fails too).")
+                     f"{kind}, {counts['fixed']} pass with {SUPPLIED} ({CAUSE} is the cause), "
+                     f"{counts['still_fails']} pass {kind} with them and then fail at a later stage.")
     if report.get("held_out"):
         lines.append(f"\n{cases(report['held_out'])} held out and not shown: never tune on the cases you "
                      "report. See them with --split holdout, or every case with --split all.")
     failing = [r for r in report["rows"] if r["first_failure"]]
     if failing:
         lines.append("\nFirst failures:\n")
-        lines += [f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}" for r in failing]
+        for r in failing:
+            lines.append(f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}")
+            if r.get("diagnosis"):
+                lines.append(f"  - diagnosis: {text(fix_list.diagnosis_line(r['diagnosis']))}")
     differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
     if differ:
         lines.append("\nDeepEval's ToolCorrectnessMetric lets identical calls (same tool, same arguments) meet one "

@@ -8,7 +8,7 @@ from whichstage.scoring.retrieval import below_k, documents, scored_documents
 
 PASS, FAIL, NOT_APPLICABLE, ERROR = "pass", "fail", "n/a", "error"
 # What a counterfactual run supplies and what it blames: the one kind the evaluator runs (retrieval).
-SUPPLIED, CAUSE, LATER_CAUSE = "the expected pages", "the retriever", "the generator"
+SUPPLIED, CAUSE = "the expected pages", "the retriever"
 
 
 class StageResult(NamedTuple):
@@ -141,19 +141,19 @@ def failure_reason(row: dict) -> str:
 
 
 def counterfactual_wording(verdict: Optional[dict]) -> str:
-    """What the run with the expected pages says about the cause: 'fixed with the expected pages: the retriever
-    is the cause', 'still fails at facts with the expected pages: the generator fails too', or why there was
-    no such run; '' for a row without one."""
+    """What the run with the expected pages says: 'with the expected pages retrieval passes and the case then
+    passes: the retriever is the cause', '... and the case then fails at facts', or why there was no such run;
+    '' for a row without one."""
     if not isinstance(verdict, dict):
         return ""
     if verdict.get("available") is False:
         return str(verdict.get("why") or "counterfactual not available")
     if verdict.get("fixed"):
-        return f"fixed with {SUPPLIED}: {CAUSE} is the cause"
+        return f"with {SUPPLIED} retrieval passes and the case then passes: {CAUSE} is the cause"
     stage = verdict.get("first_failure")
     if stage == "error":
         return f"the run with {SUPPLIED} did not complete: no verdict"
-    return f"still fails{f' at {stage}' if stage else ''} with {SUPPLIED}: {LATER_CAUSE} fails too"
+    return f"with {SUPPLIED} retrieval passes and the case then fails at {stage}"
 
 
 def counterfactual_text(verdict: Optional[dict]) -> str:

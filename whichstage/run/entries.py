@@ -218,6 +218,28 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     return needed
 
 
+CHECKED_IN = ("context", "pages")  # where the answer check looks: the context the agent read, the expected pages
+
+
+def answer_check_entries(inputs: Inputs, case: dict, lacks: list[str],
+                         context: list[str]) -> dict[str, tuple[Callable, Callable]]:
+    """The answer check of a case failing at an answer stage: what the answer lacks (`lacks`), judged by the
+    facts metric against the context the agent read and against the case's expected pages (when it names
+    any), each an entry `judge/<case>/lacks-in-<where>` depending on the facts and the text it reads."""
+    texts = {"context": "\n\n".join(context)}
+    if case["expected_docs"]:
+        texts["pages"] = "\n\n".join(f"{p.get('title') or p['id']}\n{p['text']}" for p in inputs.expected_pages(case))
+    needed: dict[str, tuple[Callable, Callable]] = {}
+    for where, text in texts.items():
+        if not text.strip():
+            continue  # nothing to look in: nothing is there, and no judge need say so
+        deps = {"metric": "facts", "check": f"lacks in {where}", **metric_identity("facts"), **inputs.judged,
+                "lacks": sha(lacks), where: sha(text)}
+        needed[f"judge/{case['id']}/lacks-in-{where}"] = (
+            lambda value, d=deps: d, Measure("facts", judge_input(case), text, case["reference"], [text], lacks))
+    return needed
+
+
 def graded_on_facts(case: dict) -> bool:
     """A case with expected facts is graded on them, unless it expects an abstention."""
     return bool(case.get("expected_facts")) and case.get("expected_behavior") != "abstain"

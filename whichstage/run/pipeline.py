@@ -21,6 +21,7 @@ from whichstage._util.console import cases as cases_text
 from whichstage.run.rows import case_row
 from whichstage.run.files import header, replay_targets, run_name
 from whichstage.project.selection import case_of
+from whichstage.scoring.diagnosis import fix_list
 from whichstage.scoring.summary import added, repeat_summary, spent, summarize
 from whichstage._util.exits import Exit, WhichstageError
 
@@ -97,7 +98,7 @@ def of_split(report: dict, split: str) -> dict:
     return {"key": report["key"], "k": k, "threshold": report["threshold"],
             **({"thresholds": report["thresholds"]} if report["thresholds"] else {}),
             "split": split, "held_out": hidden, "rows": rows,
-            "summary": {**summarize(rows, k), **own_checks.summary(rows),
+            "summary": {**summarize(rows, k), **own_checks.summary(rows), "fix_list": fix_list(rows),
                         "ladder": ladder.summarize(rows, k, report["key"].get("rank"))},
             **({"calibration": report["calibration"]} if "calibration" in report else {})}
 
@@ -216,8 +217,10 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], in
         cassette.close()  # the recording is free for the next live run
     planned = None
     if plan:  # what the dry run noted, estimated from the recording's own measured entries
-        planned = plans.text(cassette.planned, recorded, model, embedder, judge, batch,
-                             plans.possible_counterfactuals(cassette.planned, recorded, inputs), requests)
+        planned = plans.text(cassette.planned + plans.answer_checks_again(cassette.planned, recorded), recorded,
+                             model, embedder, judge, batch,
+                             plans.possible_counterfactuals(cassette.planned, recorded, inputs), requests,
+                             plans.possible_answer_checks(cassette.planned, recorded, inputs))
     del cassette  # the report needs none of its entries' text: free it before summarising and writing
     return of_split(every, split), planned, errored
 

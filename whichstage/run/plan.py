@@ -160,7 +160,8 @@ def version_of(name: str) -> Optional[str]:
 
 
 def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model: str, embedder: str, judge: str,
-         batch: bool = False, unknown_counterfactuals: int = 0, requests: Optional[dict[str, dict]] = None) -> str:
+         batch: bool = False, unknown_counterfactuals: int = 0, requests: Optional[dict[str, dict]] = None,
+         unknown_checks: int = 0) -> str:
     """The plan as lines: per kind, the calls by reason; tokens and cost, and how each was estimated."""
     from whichstage.providers import build as providers
 
@@ -183,6 +184,9 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
     if unknown_counterfactuals:
         lines.append(f"  counterfactual runs: at most {unknown_counterfactuals} more, one for each new trace that "
                      "fails at retrieval (known only once the traces exist; not in the estimate)")
+    if unknown_checks:
+        lines.append(f"  answer checks: at most {unknown_checks} more (one facts request each), two for each new trace "
+                     "that fails at an answer stage (known only once its verdicts exist; not in the estimate)")
     runs = sum(by_kind[k].total() for k in ("agent runs", "counterfactual runs", "repeats"))
     estimates = [("agent", model, runs, seen.get("agent"), RULE["agent"])]
     estimates += [(f"judge {m}", judge, n, seen.get(f"judge:{m}"), RULE["judge"]) for m, n in sorted(metrics.items())]
@@ -215,6 +219,25 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
     lines.append(f"estimated cost: {said}" + (f", plus what {', '.join(dict.fromkeys(unknown))} costs (price "
                                              "unknown)" if unknown else ""))
     return "\n".join(lines)
+
+
+def answer_checks_again(planned: list[tuple[str, list[str]]], recorded: dict[str, dict]) -> list[tuple[str, list[str]]]:
+    """The recorded answer checks of the cases the plan calls again: a case whose verdicts change may fail at an
+    answer stage again and ask its check again (what it reads may have changed), which the plan's stand-in
+    verdicts, all passing, cannot foresee; so each counts in the bound."""
+    cases = {case_of(entry) for entry, _ in planned}
+    listed = {entry for entry, _ in planned}
+    return [(name, ["its case is called again"]) for name in recorded
+            if "/lacks-in-" in name and case_of(name) in cases and name not in listed]
+
+
+def possible_answer_checks(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], inputs) -> int:
+    """The answer checks new traces may ask for, which the plan cannot foresee: one in the context, and one in
+    the expected pages for a case that names some, for each new trace of a case that expects an answer."""
+    by_id = {c["id"]: c for c in inputs.cases["cases"]}
+    new = [case_of(e) for e, _ in planned if kind_of(e) == "agent runs" and e not in recorded]
+    return sum(1 + bool(by_id[cid]["expected_docs"]) for cid in new
+               if cid in by_id and by_id[cid]["expected_behavior"] == "answer")
 
 
 def possible_counterfactuals(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], inputs) -> int:

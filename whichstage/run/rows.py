@@ -1,16 +1,19 @@
-"""A case's report row, built from its recorded entries: the trace, the verdicts, the first failing stage and,
-for a retrieval failure, what the counterfactual run with the expected pages says."""
+"""A case's report row, built from its recorded entries: the trace, the verdicts, the first failing stage, the
+interventions recorded for a failure (for retrieval the run with the expected pages, for an answer stage the
+answer check) and the diagnosis they prove (scoring/diagnosis.py)."""
 from typing import Any, Callable, Optional
 
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.project import checks as own_checks, criteria
 from whichstage.run import ladder
-from whichstage.run.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, free, rescored, variant_label
+from whichstage.run.entries import (EXPECTED_PAGES, Inputs, agent_entry, answer_check_entries, case_entries, free,
+                                    rescored, variant_label)
+from whichstage.scoring.diagnosis import answer_lacks, answer_stage, diagnose
 from whichstage.judging.metrics import stage_of
 from whichstage.scoring.behaviour import behaviour_verdict
 from whichstage.scoring.retrieval import case_retrieval
 from whichstage.scoring.gating import first_failure, with_threshold
-from whichstage.scoring.summary import spent
+from whichstage.scoring.summary import added, spent
 from whichstage.scoring.tools import tool_verdict
 from whichstage.agent.reading import Unreadable
 
@@ -70,20 +73,56 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                                          own_checks.run(inputs.loaded.checks, case, trace, view),
                                          inputs.project.actions())
     row["first_failure"] = first_failure(row)
-    if row["first_failure"] == "retrieval" and not variant:
+    if variant:
+        return row
+    if row["first_failure"] == "retrieval":
         if not inputs.counterfactual:
             row["counterfactual"] = {"for": "retrieval", "available": False,
                                      "why": "counterfactual not available: the factory takes no given_pages"}
-            return row
-        again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
-        row["counterfactual"] = counterfactual(again)
-        row["also_spent"] = spent(again)
+        else:
+            again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
+            row["counterfactual"] = counterfactual(again)
+            row["also_spent"] = spent(again)
+    if checked_answer(row):  # not recorded yet is no stale replay: a threshold moved at replay can call for one
+        checks = answer_checks(inputs, case, row, view["context"])
+        found = {name: recorded(cassette.lookup(name, deps_of)[0]) for name, (deps_of, _) in checks.items()}
+        row["answer_check"] = answer_check(answer_lacks(row), found)
+        paid = {name: value for name, value in found.items() if value}
+        if paid:  # the check's judge calls are the run's spending too
+            row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent({"judged": paid}))
+    row["diagnosis"] = diagnose(row)
     return row
+
+
+def recorded(value: Any) -> Optional[dict]:
+    return None if value is ABSENT else value
+
+
+def checked_answer(row: dict) -> bool:
+    """Whether a row gets the answer check: a case that expects an answer, failing at an answer stage, whose
+    answer lacks something it can name."""
+    return answer_stage(row["first_failure"]) and row["expected_behavior"] == "answer" and bool(answer_lacks(row))
+
+
+def answer_checks(inputs: Inputs, case: dict, row: dict, context: list[str]) -> dict[str, tuple[Callable, Callable]]:
+    """The answer check's entries a row needs (none where there is no text to look in)."""
+    return answer_check_entries(inputs, case, answer_lacks(row), context) if checked_answer(row) else {}
+
+
+def answer_check(lacks: list[str], found: dict[str, Optional[dict]]) -> Optional[dict]:
+    """What the answer lacks and, for each, whether the context it read and the expected pages state it; None
+    until every check is recorded."""
+    if any(v is None for v in found.values()):
+        return None
+    covered = {name.rsplit("-", 1)[1]: [f["covered"] for f in v["facts"]] for name, v in found.items() if v}
+    return {"lacks": lacks, "in_context": covered.get("context", [False] * len(lacks)),
+            "in_pages": covered.get("pages")}
 
 
 def counterfactual(again: dict) -> Optional[dict]:
     """Would the right pages have fixed it? `again` is the same agent on the same question, its search
-    returning the case's expected pages, scored the same way; None until that run is recorded."""
+    returning the case's expected pages, scored the same way, and its answer; None until that run is recorded."""
     if again["answer"] is None:
         return None
-    return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None}
+    return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
+            "answer": again["answer"]}

@@ -12,7 +12,8 @@ from whichstage.run.ladder import Rankers
 from whichstage.calls.retries import CallFailed, timed, with_retries
 from whichstage.calls.pool import Pool
 from whichstage.calls.progress import write_line
-from whichstage.run.rows import case_row
+from whichstage.run.rows import answer_checks, case_row
+from whichstage.scoring.diagnosis import answer_stage
 from whichstage.agent.reading import Unreadable
 
 
@@ -84,6 +85,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
     errors: dict[str, str] = {}  # case id -> its first error
     left: dict[str, int] = {}  # case id -> its entries not finished yet
     second: set[str] = set()  # the cases whose counterfactual run was submitted
+    checked: set[str] = set()  # the cases whose answer check was submitted
     deferred: list[tuple[dict, str, Callable, Callable]] = []  # the judge steps a batch measures
 
     def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
@@ -102,13 +104,24 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             left[cid] -= 1
             if left[cid]:
                 return
-        first = case_row(inputs, case, cassette, errors.get(cid))["first_failure"]
+        row = case_row(inputs, case, cassette, errors.get(cid))
+        first = row["first_failure"]
         if first == "retrieval" and live.counterfactual_agent and cid not in second:
             with lock:
                 second.add(cid)
                 left[cid] += 1
             pool.submit(lambda: agent_step(case, EXPECTED_PAGES))
             return
+        if answer_stage(first) and cid not in checked:
+            trace = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[0]
+            needed = answer_checks(inputs, case, row, inputs.view(trace)["context"])
+            if needed:
+                with lock:
+                    checked.add(cid)
+                    left[cid] += len(needed)
+                for name, (deps_of, compute) in needed.items():
+                    pool.submit(partial(judge_step, case, name, deps_of, compute))
+                return
         progress.advance(first)
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:

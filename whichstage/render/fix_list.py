@@ -1,0 +1,40 @@
+"""What to fix first, as the reports open with it: each component with the cases its intervention proved it the
+cause of, most cases first, then the cases no intervention explained; and a case's diagnosis in one line. The
+markdown (and so the terminal), the HTML page and `--show` word them here."""
+from typing import Optional
+
+from whichstage.scoring.diagnosis import FIX
+
+SHOWN = 8  # the case ids a line lists before "and N more"
+
+
+def ids(cases: list[str]) -> str:
+    more = f", and {len(cases) - SHOWN} more" if len(cases) > SHOWN else ""
+    return ", ".join(cases[:SHOWN]) + more
+
+
+def fix_line(item: dict) -> str:
+    """'the retriever (retriever): 4 cases: json-reports, ...' or 'undetermined: 2 cases: ...'."""
+    n = len(item["cases"])
+    count = f"{n} case{'' if n == 1 else 's'}"
+    if item["cause"] == "undetermined":
+        return f"undetermined (no intervention proved a cause): {count}: {ids(item['cases'])}"
+    return f"{FIX[item['cause']]} ({item['cause']}): {count}: {ids(item['cases'])}"
+
+
+def diagnosis_line(diagnosis: Optional[dict]) -> str:
+    """'cause retriever: retrieval passes and the case then passes (expected pages); first deviation: ...'."""
+    if not diagnosis:
+        return ""
+    evidence, step = diagnosis["evidence"], diagnosis.get("deviation")
+    how = f" ({evidence['intervention']})" if evidence.get("intervention") else ""
+    return (f"cause {diagnosis['cause']}: {evidence['outcome']}{how}"
+            + (f"; first deviation: {step['why']}" if step else ""))
+
+
+def markdown_lines(report: dict) -> list[str]:
+    """The report's opening section, in markdown; nothing when no case failed."""
+    items = (report.get("summary") or {}).get("fix_list") or []
+    if not items:
+        return []
+    return ["## What to fix first\n", *(f"- {fix_line(item)}" for item in items), ""]

@@ -1,0 +1,131 @@
+"""What to fix for a failing case: the cause its interventions prove (a component), the evidence (which
+intervention, its outcome, its answer), and the first step of the trajectory that departed from the case; and
+a run's fix list, each component with the cases its intervention recovered. Pure, no I/O.
+
+The interventions, each recorded like any entry: retrieval, the agent run again with the case's expected
+pages (row["counterfactual"]); the answer stages, what the answer lacks judged against the context the agent
+saw and against the expected pages (row["answer_check"]); repeats, a failure that does not reproduce
+(row["repeats"]). A failure no intervention explains is "undetermined", saying why.
+"""
+from typing import Optional
+
+from whichstage.model.stages import BY_NAME
+from whichstage.scoring.gating import stage_results
+
+CAUSES = ("retriever", "tool choice", "generator or prompt", "docs gap", "judge", "flaky", "undetermined")
+FIX = {"retriever": "the retriever", "tool choice": "the tool descriptions or the prompt",
+       "generator or prompt": "the prompt or the model", "docs gap": "the docs", "judge": "the judge",
+       "flaky": "the run's randomness (repeat it, or pin the model's sampling)", "undetermined": "nothing proven"}
+
+
+def answer_lacks(row: dict) -> list[str]:
+    """What the answer lacks: the expected facts it does not state, else the reference (as one fact)."""
+    facts = (row.get("judged") or {}).get("facts") or {}
+    missing = [f["fact"] for f in facts.get("facts") or [] if not f.get("covered")]
+    return missing or ([row["reference"]] if row.get("reference") else [])
+
+
+def answer_stage(stage: Optional[str]) -> bool:
+    """A stage that judges the answer (every judged stage, and a project's criteria)."""
+    return stage not in (None, "error") and (stage not in BY_NAME or BY_NAME[stage].decides == "judged")
+
+
+def deviation(row: dict) -> Optional[dict]:
+    """The first step that departs from the case: the first tool call that is not an expected one (its index,
+    or the count of calls when an expected call is missing), else the first search, which lacked an expected
+    page no search returned in its top k; None when the trajectory kept to the case."""
+    expected, calls = list(row.get("expected_tools") or []), row.get("calls") or []
+    left = list(expected)
+    for i, name in enumerate(calls):
+        if name in left:
+            left.remove(name)
+        elif name not in expected:
+            return {"step": i, "call": name, "why": f"call {i + 1}, {name}, is not an expected call"}
+    if left:
+        return {"step": len(calls), "call": None, "why": f"expected {left[0]} after call {len(calls)}, not called"}
+    missed = (row.get("retrieval") or {}).get("missed") or []
+    searches = row.get("searches") or []
+    if missed and searches:
+        k = (row.get("retrieval") or {}).get("k")
+        return {"step": 0, "search": 0, "why": f"search 1 did not return {missed[0]}"
+                                               + (f" in its top {k}" if k else "")}
+    return None
+
+
+def diagnose(row: dict) -> Optional[dict]:
+    """A failing row's diagnosis: {"cause", "evidence", "deviation"} (evidence: {"intervention", "outcome",
+    "answer"?}; an undetermined cause says why in its outcome); None for a passing or errored row."""
+    first = row.get("first_failure")
+    if first in (None, "error"):
+        return None
+    found = flaky(row) or retrieval_cause(row, first) or answer_cause(row, first) or \
+        ("undetermined", {"intervention": None, "outcome": f"no intervention isolates the {first} stage yet"})
+    cause, evidence = found
+    return {"cause": cause, "evidence": evidence, "deviation": deviation(row)}
+
+
+def flaky(row: dict) -> Optional[tuple[str, dict]]:
+    runs = row.get("repeats")
+    if runs and 0 < runs["passes"] < runs["runs"]:
+        return "flaky", {"intervention": "repeats", "outcome": f"passes {runs['passes']} of {runs['runs']} runs"}
+    return None
+
+
+def retrieval_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
+    """The run with the expected pages: the retriever, when the case then passes."""
+    if first != "retrieval":
+        return None
+    cf = row.get("counterfactual") or {}
+    if cf.get("available") is False:
+        return "undetermined", {"intervention": None, "outcome": cf.get("why") or "no run with the expected pages"}
+    if "first_failure" not in cf:
+        return "undetermined", {"intervention": "expected pages", "outcome": "its run with the expected pages is "
+                                                                             "not recorded"}
+    evidence = {"intervention": "expected pages", "answer": cf.get("answer")}
+    then = cf["first_failure"]
+    if then is None:
+        return "retriever", {**evidence, "outcome": "retrieval passes and the case then passes"}
+    if then == "error":
+        return "undetermined", {**evidence, "outcome": "the run with the expected pages did not complete"}
+    own = " as it does with its own pages" if stage_results(row).get(then) is False else ""
+    if BY_NAME.get(then) and BY_NAME[then].name in ("behaviour", "tools"):
+        return "undetermined", {**evidence, "outcome": f"with the expected pages the case fails earlier, at {then}"}
+    return "undetermined", {**evidence, "outcome": f"retrieval passes and the case then fails at {then}{own}"}
+
+
+def answer_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
+    """What the answer lacks, judged in the context the agent saw and in the expected pages: in the context,
+    the generator or prompt; only in the pages, the retriever; in neither, a docs gap naming the facts."""
+    if not answer_stage(first) or "answer_check" not in row:
+        return None
+    check = row["answer_check"]
+    if check is None:
+        return "undetermined", {"intervention": "answer check", "outcome": "its answer check is not recorded: "
+                                                                           "run --live to record it"}
+    lacks, in_context, in_pages = check["lacks"], check["in_context"], check.get("in_pages")
+    absent = [fact for fact, there in zip(lacks, in_context, strict=True) if not there]
+    evidence = {"intervention": "answer check", "lacks": lacks}
+    if not absent:
+        return "generator or prompt", {**evidence, "outcome": "what the answer lacks is in the context it read"}
+    if in_pages is None:
+        return "undetermined", {**evidence, "outcome": f"not in the context it read: {absent[0]!r}; the case names "
+                                                       "no expected pages to look in"}
+    nowhere = [fact for fact, there in zip(lacks, in_pages, strict=True) if not there and fact in absent]
+    if nowhere:
+        return "docs gap", {**evidence, "outcome": f"in no expected page: {nowhere[0]!r}"
+                                                   + (f" and {len(nowhere) - 1} more" if len(nowhere) > 1 else "")}
+    return "retriever", {**evidence, "outcome": f"not in the context it read, but in the expected pages: "
+                                                f"{absent[0]!r}"}
+
+
+def fix_list(rows: list[dict]) -> list[dict]:
+    """What to fix first: each cause with its cases, the components ordered by cases, then the undetermined."""
+    by_cause: dict[str, list[str]] = {}
+    for row in rows:
+        found = row.get("diagnosis")
+        if found:
+            by_cause.setdefault(found["cause"], []).append(row["id"])
+    ordered = sorted((c for c in by_cause if c != "undetermined"), key=lambda c: (-len(by_cause[c]), CAUSES.index(c)))
+    if "undetermined" in by_cause:
+        ordered.append("undetermined")
+    return [{"cause": c, "fix": FIX[c], "cases": by_cause[c]} for c in ordered]
