@@ -517,3 +517,40 @@ def recorded_init(folder: Path, edit: Callable[[Path, dict], None]) -> Path:
         (folder / "cases.json").write_text(json.dumps(cases))
         assert evaluate.main(["--project", str(folder), "--live", "--quiet"]) == 0
     return folder
+
+
+# ---- helpers shared by test files of one subject ------------------------------------------------------
+
+def edit_file(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def one_line_refusal(capsys, code: int) -> str:
+    """The one line a refused command printed on stderr (exit 2, nothing on stdout)."""
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err[-2000:])
+    return err
+
+
+CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
+
+
+def chunked_row(**fields) -> dict:
+    """A scored row of one retriever call that returned CHUNKED, expecting guides/damage.md (third, at k = 3)."""
+    from whichstage.testing import make_row
+
+    call = {"name": "lookup_guides", "args": {"query": "train"}}
+    return make_row(**{"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
+                       "expected_tools": ["lookup_guides"], "tool_calls": [call], "expected_docs": ["guides/damage.md"],
+                       "searches": [CHUNKED], **fields})
+
+
+def shown_chunked(row: dict) -> str:
+    trace = {"tool_calls": [{"name": "lookup_guides", "args": {"query": "train"}}],
+             "tool_outputs": [{"tool": "lookup_guides", "content": "four chunks"}], "answer": "No."}
+    view = {"searches": row["searches"], "retrievers": ["lookup_guides"]}
+    from whichstage.render import case_text as show
+
+    return show.text(row, trace, view, "rules")

@@ -3,24 +3,11 @@ file or the factory outside it) is refused naming its key or file, and one that 
 Through the commands, on a project made by `init` (conftest.notes)."""
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import edit_file as edit, one_line_refusal as refused
 from whichstage.cli import run as evaluate
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-
-
-def refused(capsys, code: int) -> str:
-    """The one line a refused command printed on stderr (exit 2, nothing on stdout)."""
-    out, err = capsys.readouterr()
-    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err[-2000:])
-    return err
 
 
 # ---- paths that leave the project folder -----------------------------------------------------------------

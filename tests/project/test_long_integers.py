@@ -4,10 +4,10 @@ impossible date in front matter: one line naming the file, exit 2, never a trace
 a project made by `init` (conftest.notes)."""
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from conftest import edit_file as edit, one_line_refusal as refused
 from whichstage import recording as cassette
 from whichstage.analysis import compare
 from whichstage.cli import run as evaluate
@@ -15,19 +15,6 @@ from whichstage.cli import run as evaluate
 
 RUN = "acme-notes+rules+hash+lexical"
 LONG = "9" * 5000  # more digits than Python converts to an int (sys.get_int_max_str_digits, 4300)
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-
-
-def refused(capsys, code: int) -> str:
-    """The one line a refused command printed on stderr (exit 2, nothing on stdout)."""
-    out, err = capsys.readouterr()
-    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err[-2000:])
-    return err
 
 
 LONG_IN_PROJECT = [

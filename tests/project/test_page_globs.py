@@ -1,26 +1,13 @@
 """Globs of pages: `**/*.md` never reads the harness's own outputs nor environments and package folders (unless
 the pattern names one), `pages` may be a list of globs, and a glob of the outputs alone is refused saying why.
 On a project made by `init` (conftest.notes)."""
-from pathlib import Path
 
+from conftest import edit_file as edit, one_line_refusal as refused
 from whichstage.cli import run as evaluate
 from conftest import OFFLINE, load_project
 
 
 RUN = "acme-notes+rules+hash+lexical"
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-
-
-def refused(capsys, code: int) -> str:
-    """The one line a refused command printed on stderr (exit 2, nothing on stdout)."""
-    out, err = capsys.readouterr()
-    assert code == 2 and out == "" and err.count("\n") == 1, (code, out, err[-2000:])
-    return err
 
 
 def test_a_project_of_all_its_markdown_replays_clean_after_a_live_run(tmp_path, monkeypatch, capsys):

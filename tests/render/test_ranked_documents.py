@@ -3,27 +3,9 @@ scored (two chunks of one page once, the page counted beside them), each search 
 search cut where k cuts it, its chunks below k marked as not scored."""
 import re
 
+from conftest import CHUNKED, chunked_row as row_of, shown_chunked as shown
 from whichstage.render import case_text as show
 from whichstage.render.html_cases import pages as _pages
-from whichstage.testing import make_row
-
-
-CHUNKED = ["guides/cancelling.md", "guides/cancelling.md", "guides/returns.md", "guides/damage.md"]
-
-
-def row_of(**fields) -> dict:
-    """A scored row of one retriever call that returned CHUNKED, expecting guides/damage.md (third, at k = 3)."""
-    call = {"name": "lookup_guides", "args": {"query": "train"}}
-    return make_row(**{"id": "dedup-rank", "question": "Can I take a rental bike on the train?", "category": "probe",
-                       "expected_tools": ["lookup_guides"], "tool_calls": [call], "expected_docs": ["guides/damage.md"],
-                       "searches": [CHUNKED], **fields})
-
-
-def shown(row: dict) -> str:
-    trace = {"tool_calls": [{"name": "lookup_guides", "args": {"query": "train"}}],
-             "tool_outputs": [{"tool": "lookup_guides", "content": "four chunks"}], "answer": "No."}
-    view = {"searches": row["searches"], "retrievers": ["lookup_guides"]}
-    return show.text(row, trace, view, "rules")
 
 
 def test_show_lists_a_searchs_documents_at_the_ranks_scored():
