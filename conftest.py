@@ -1,5 +1,6 @@
 """Shared by the tests: a copy of the project to run the CLI in, so no test touches the real recordings."""
 import atexit
+import json
 import functools
 import gc
 import os
@@ -554,3 +555,24 @@ def shown_chunked(row: dict) -> str:
     from whichstage.render import case_text as show
 
     return show.text(row, trace, view, "rules")
+
+
+OUTPUTS = ("recordings", "runs", "baselines")
+
+
+def edit_json(path: Path, change) -> None:
+    """Change a JSON file as a user's editor would save it: UTF-8, non-ASCII as written."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def outputs(project: Path) -> dict:
+    """Every file the commands write (recordings, reports, baselines), hidden temp files included."""
+    return {p.relative_to(project): p.read_bytes() for folder in OUTPUTS for p in sorted((project / folder).rglob("*"))
+            if p.is_file()}
+
+
+def one_line(err: str) -> str:
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err.rstrip("\n")

@@ -11,7 +11,7 @@ import pytest
 from whichstage.analysis import compare
 from whichstage.cli import run as evaluate
 from whichstage.render import files as report_writing
-from conftest import E5_RUN, OFFLINE_RUN
+from conftest import E5_RUN, OFFLINE_RUN, one_line
 
 HERE = Path(__file__).parents[2]
 KEPT = Path("runs") / "history"
@@ -27,11 +27,6 @@ def files(project: Path) -> dict:
     """Every file under runs/, recordings/ and baselines/, with its bytes."""
     return {p: p.read_bytes() for folder in ("runs", "recordings", "baselines")
             for p in sorted((project / folder).rglob("*")) if p.is_file()}
-
-
-def one_line(err: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
 
 
 def raise_threshold(project: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 import assistant
 from whichstage.cli import run as evaluate
-from conftest import OFFLINE_RUN, load_project
+from conftest import OFFLINE_RUN, load_project, one_line
 from whichstage.cli import ask
 from whichstage.project.validate import ID_RULE
 from whichstage.agent.reading import Unreadable
@@ -43,11 +43,6 @@ def append(folder: Path, case: dict) -> None:
     cases = json.loads(path.read_text(encoding="utf-8"))
     cases["cases"].append(case)
     path.write_text(json.dumps(cases, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def one_line(err: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
 
 
 def test_a_drafted_case_holds_what_the_agent_did_and_no_reference(project, offline, capsys):

@@ -1,22 +1,13 @@
 """Inputs saved with a UTF-8 byte-order mark load, replay to the same reports, and serve the assistant.
 Offline, on a copy of the project."""
+from conftest import outputs
 import codecs
 import json
-from pathlib import Path
 
 import pytest
 
 import assistant
 from whichstage.cli import run as evaluate
-
-
-OUTPUTS = ("recordings", "runs", "baselines")
-
-
-def outputs(project: Path) -> dict:
-    """Every file the commands write (recordings, reports, baselines), hidden temp files included."""
-    return {p.relative_to(project): p.read_bytes() for folder in OUTPUTS for p in sorted((project / folder).rglob("*"))
-            if p.is_file()}
 
 
 def latest(files: dict) -> dict:

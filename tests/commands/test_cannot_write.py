@@ -2,7 +2,6 @@
 recording that cannot replace the old one): exit 2, one line naming the file, nothing half-written, and what
 was paid for kept. Offline, on a copy of the project."""
 import errno
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -13,29 +12,10 @@ from whichstage._util import files as cassette_files
 from whichstage.recording import journal as cassette_journal, lock as cassette_lock
 from whichstage.cli import run as evaluate
 
-from conftest import OFFLINE_RUN
+from conftest import OFFLINE_RUN, edit_json as edit, outputs, one_line
 
 
-OUTPUTS = ("recordings", "runs", "baselines")
 JOURNAL = f"recordings/.{OFFLINE_RUN}.partial.jsonl"
-
-
-def edit(path: Path, change) -> None:
-    """Change a JSON file as a user's editor would save it: UTF-8, non-ASCII as written."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def outputs(project: Path) -> dict:
-    """Every file the commands write (recordings, reports, baselines), hidden temp files included."""
-    return {p.relative_to(project): p.read_bytes() for folder in OUTPUTS for p in sorted((project / folder).rglob("*"))
-            if p.is_file()}
-
-
-def one_line(err: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
 
 
 def test_a_baseline_that_cannot_be_written_exits_2_naming_it(here, monkeypatch, capsys):

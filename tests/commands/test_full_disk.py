@@ -3,28 +3,13 @@ exit 2, one line naming the file, nothing half-written. Offline, on a copy of th
 import errno
 import importlib
 import os
-from pathlib import Path
 
 import pytest
 
 from whichstage._util import files as cassette_files
 from whichstage.cli import run as evaluate
 
-from conftest import OFFLINE_RUN
-
-
-OUTPUTS = ("recordings", "runs", "baselines")
-
-
-def outputs(project: Path) -> dict:
-    """Every file the commands write (recordings, reports, baselines), hidden temp files included."""
-    return {p.relative_to(project): p.read_bytes() for folder in OUTPUTS for p in sorted((project / folder).rglob("*"))
-            if p.is_file()}
-
-
-def one_line(err: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
+from conftest import OFFLINE_RUN, outputs, one_line
 
 
 class FullDisk:

@@ -1,7 +1,6 @@
 """Ids that would break the markdown table or the HTML (a case's, a page's, a calibration case's) are refused
 in one line naming the rule. Offline, on a copy of the project."""
-import json
-from pathlib import Path
+from conftest import edit_json as edit, one_line
 
 import pytest
 
@@ -9,18 +8,6 @@ from whichstage.analysis import calibration as calibrate
 from whichstage.cli import run as evaluate
 
 from whichstage.project.validate import ID_RULE, PAGE_ID_RULE
-
-
-def edit(path: Path, change) -> None:
-    """Change a JSON file as a user's editor would save it: UTF-8, non-ASCII as written."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def one_line(err: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
 
 
 @pytest.mark.parametrize("bad", ["bad|id", "bad\nid", "<b>bad</b>", "two words"])

@@ -1,6 +1,7 @@
 """A replay under a locale that is not UTF-8 (plain C, ISO-8859-1): non-ASCII inputs replay, the reports
 are written in UTF-8 under an ASCII file name, and what the terminal cannot show is a '?'. Offline, on a copy
 of the project."""
+from conftest import edit_json as edit
 import json
 import os
 import subprocess
@@ -10,13 +11,6 @@ from pathlib import Path
 import pytest
 
 from whichstage.cli import run as evaluate
-
-
-def edit(path: Path, change) -> None:
-    """Change a JSON file as a user's editor would save it: UTF-8, non-ASCII as written."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def non_utf8_env(kind: str, folder: Path) -> tuple[dict, str]:

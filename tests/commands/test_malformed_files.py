@@ -1,36 +1,13 @@
 """Files that cannot be read as what they should be (a baseline that is not an object or holds a field of
 the wrong type, JSON nested 1000 deep): exit 2, one line naming the file and the field. Offline, on a copy
 of the project."""
-import json
 import re
-from pathlib import Path
 
 import pytest
 
 from whichstage.cli import run as evaluate
 
-from conftest import OFFLINE_RUN
-
-
-OUTPUTS = ("recordings", "runs", "baselines")
-
-
-def edit(path: Path, change) -> None:
-    """Change a JSON file as a user's editor would save it: UTF-8, non-ASCII as written."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def outputs(project: Path) -> dict:
-    """Every file the commands write (recordings, reports, baselines), hidden temp files included."""
-    return {p.relative_to(project): p.read_bytes() for folder in OUTPUTS for p in sorted((project / folder).rglob("*"))
-            if p.is_file()}
-
-
-def one_line(err: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    return err.rstrip("\n")
+from conftest import OFFLINE_RUN, edit_json as edit, outputs, one_line
 
 
 def test_a_baseline_that_is_not_an_object_exits_2_naming_it(here, capsys):

@@ -8,19 +8,12 @@ from whichstage.analysis import calibration as calibrate
 from whichstage import recording as cassette
 from whichstage.cli import run as evaluate
 
-from conftest import OFFLINE_RUN, interrupt_after_runs
+from conftest import OFFLINE_RUN, interrupt_after_runs, edit_json as edit
 from whichstage.render.markdown import markdown
 
 
 HERE = Path(__file__).parents[2]
 JOURNAL = f"recordings/.{OFFLINE_RUN}.partial.jsonl"
-
-
-def edit(path: Path, change) -> None:
-    """Change a JSON file as a user's editor would save it: UTF-8, non-ASCII as written."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    change(data)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def entries_in(project: Path) -> int:
