@@ -576,3 +576,27 @@ def outputs(project: Path) -> dict:
 def one_line(err: str) -> str:
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err.rstrip("\n")
+
+
+def edit_cases(folder, change) -> None:
+    path = folder / "cases.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def failing_judge(fake_models, question: str) -> None:
+    """The offline judge fails, for good, on every request that quotes `question` (the case's answer relevancy
+    and contextual precision): the case errors."""
+    fake_models.fail(lambda call: call.model == "lexical" and question in call.text, ValueError("the judge refused"))
+
+
+# A bike-share project's guide pages, for the tests that build one
+BIKE_GUIDE = {
+    "guide/unlock.md": "# Unlocking a bike\n\nScan the QR code on the handlebar to unlock a bike.\n\n"
+                       "## If the lock stays shut\n\n- Hold the phone steady over the QR code.\n"
+                       "- Turn Bluetooth on, then scan again.\n",
+    "guide/fares.md": "# Fares\n\nA ride costs one euro to start and ten cents a minute.\n\n"
+                      "> A ride over two hours is charged a day pass.\n",
+    "guide/parking.md": "# Parking\n\nEnd a ride at any Pedal dock; the lock clicks when the bike is docked.\n",
+}

@@ -2,21 +2,9 @@
 interrupted when a resumed run was killed in turn; one entry in the singular."""
 import json
 
+from conftest import edit_cases, failing_judge
 from whichstage.cli import run as evaluate
 from whichstage.recording.store import Cassette, Mode
-
-
-def edit_cases(folder, change) -> None:
-    path = folder / "cases.json"
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data, indent=2))
-
-
-def failing_judge(fake_models, question: str) -> None:
-    """The offline judge fails, for good, on every request that quotes `question` (the case's answer relevancy
-    and contextual precision): the case errors."""
-    fake_models.fail(lambda call: call.model == "lexical" and question in call.text, ValueError("the judge refused"))
 
 
 def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(live_project, fake_models, capsys):

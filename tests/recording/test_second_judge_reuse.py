@@ -5,7 +5,7 @@ import json
 import pytest
 
 from whichstage.cli import run as evaluate
-from conftest import OFFLINE_RUN, serial_judge
+from conftest import OFFLINE_RUN, serial_judge, edit_cases, failing_judge
 from whichstage.providers import build as providers
 
 
@@ -14,19 +14,6 @@ SECOND = "gemini-3.8-flash"
 
 def recording_of(folder):
     return folder / "recordings" / f"{OFFLINE_RUN}.json"
-
-
-def edit_cases(folder, change) -> None:
-    path = folder / "cases.json"
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data, indent=2))
-
-
-def failing_judge(fake_models, question: str) -> None:
-    """The offline judge fails, for good, on every request that quotes `question` (the case's answer relevancy
-    and contextual precision): the case errors."""
-    fake_models.fail(lambda call: call.model == "lexical" and question in call.text, ValueError("the judge refused"))
 
 
 def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_project, shared_ssl_contexts,

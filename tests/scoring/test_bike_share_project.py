@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import offline_inputs
+from conftest import offline_inputs, BIKE_GUIDE as GUIDE
 
 
 EVALS_TOML = '''agent = "bikes_agent:build"
@@ -50,14 +50,6 @@ def build(model, pages: list, records: dict):
                         system_prompt="You answer questions about `Pedal`, a bike-share service.")
 '''
 
-GUIDE = {
-    "guide/unlock.md": "# Unlocking a bike\n\nScan the QR code on the handlebar to unlock a bike.\n\n"
-                       "## If the lock stays shut\n\n- Hold the phone steady over the QR code.\n"
-                       "- Turn Bluetooth on, then scan again.\n",
-    "guide/fares.md": "# Fares\n\nA ride costs one euro to start and ten cents a minute.\n\n"
-                      "> A ride over two hours is charged a day pass.\n",
-    "guide/parking.md": "# Parking\n\nEnd a ride at any Pedal dock; the lock clicks when the bike is docked.\n",
-}
 RIDES = {"9999": {"bike": "B-17", "minutes": 42, "fare": "5.20 EUR"}, "1204": {"bike": "B-3", "minutes": 7}}
 CASES = {"name": "pedal", "version": 1, "cases": [{"id": "unlock", "question": "How do I unlock a bike?",
                                      "expected_docs": ["guide/unlock.md"], "reference": "Scan the QR code."}]}

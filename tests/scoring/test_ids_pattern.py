@@ -1,17 +1,8 @@
 """A retriever read through its `ids` pattern gives the judge one node per page: ids that open their pages,
 ids that close them, and ids on one line."""
+from conftest import BIKE_GUIDE as GUIDE
 from whichstage.project.config import ToolRole
 from whichstage.agent.reading import read
-
-
-GUIDE = {
-    "guide/unlock.md": "# Unlocking a bike\n\nScan the QR code on the handlebar to unlock a bike.\n\n"
-                       "## If the lock stays shut\n\n- Hold the phone steady over the QR code.\n"
-                       "- Turn Bluetooth on, then scan again.\n",
-    "guide/fares.md": "# Fares\n\nA ride costs one euro to start and ten cents a minute.\n\n"
-                      "> A ride over two hours is charged a day pass.\n",
-    "guide/parking.md": "# Parking\n\nEnd a ride at any Pedal dock; the lock clicks when the bike is docked.\n",
-}
 
 
 FINDS = {"find_guides": ToolRole("find_guides", "retriever", ids=r"(guide/[\w-]+\.md)")}
