@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from conftest import OFFLINE_RUN
 from whichstage.scoring.gating import first_failure
 from whichstage.scoring.summary import summarize
@@ -103,7 +104,7 @@ def test_no_baseline_is_written_from_an_incomplete_run(sample_project, fake_mode
 
     fake_models.fail(lambda call: call.label.startswith("facts/"), ValueError("not the JSON asked for"))  # a metric fails
     code = evaluate.main(["--live", "--rerecord", "--quiet", "--save-baseline", str(tmp_path / "new.json")])
-    assert code == evaluate.EXIT_INCOMPLETE and not (tmp_path / "new.json").exists()
+    assert code == Exit.INCOMPLETE and not (tmp_path / "new.json").exists()
 
 
 def test_a_missing_baseline_says_how_to_write_one(tmp_path):

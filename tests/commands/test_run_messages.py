@@ -3,6 +3,7 @@ one errored case counted in the singular in a report and in calibration. Offline
 import json
 from pathlib import Path
 
+from whichstage._util.exits import Exit
 from whichstage.scoring.summary import summarize
 from whichstage.analysis import calibration as calibrate
 from whichstage import recording as cassette
@@ -39,7 +40,7 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
 def test_rerecord_after_an_interrupted_run_calls_every_entry_again_and_resumes_nothing(sample_project,
                                                                                        fake_models, capsys):
     interrupt_after_runs(fake_models, 3)
-    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == Exit.INTERRUPTED
     assert (sample_project / JOURNAL).is_file()
     capsys.readouterr()
     fake_models.reset()
@@ -66,5 +67,5 @@ def test_calibration_with_one_errored_case_says_case(live_project, fake_models, 
          lambda cases: cases["cases"][0].update(answer=cases["cases"][0]["answer"] + " Really."))
     answer = json.loads((live_project / "calibration-cases.json").read_text())["cases"][0]["answer"]
     fake_models.fail(lambda call: call.kind == "judge" and answer in call.text, ValueError("the judge refused"))
-    assert calibrate.main(["--live", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    assert calibrate.main(["--live", "--quiet"]) == Exit.INCOMPLETE
     assert capsys.readouterr().err.splitlines()[-1] == "calibrate.py: incomplete: 1 case errored; run --live again"

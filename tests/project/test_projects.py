@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.analysis import calibration as calibrate
 from whichstage.analysis import compare
 from whichstage.cli import run as evaluate
@@ -198,7 +199,7 @@ def build_text(model, embeddings, pages: list, records: dict):
 def test_a_retriever_output_the_harness_cannot_read_is_an_error_naming_the_tool(example, capsys):
     (example / "agent.py").write_text((example / "agent.py").read_text() + UNREADABLE)
     set_agent(example, "build_text")
-    assert run(example, "--live", "--quiet") == evaluate.EXIT_INCOMPLETE
+    assert run(example, "--live", "--quiet") == Exit.INCOMPLETE
     out = capsys.readouterr().out
     assert "retrieved nothing" not in out
     assert ("`clearance` **error**: agent/clearance: search_manual returned 'See install.md and errors.md for "

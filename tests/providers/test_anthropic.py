@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, serial_judge, used_tokens
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls
@@ -181,7 +182,7 @@ def test_an_unpriced_judge_counts_its_tokens_and_has_no_price(at_standin):
 
 def test_an_anthropic_embedder_ends_the_run_with_exit_2_before_any_paid_call(project, standin):
     done = run(project, standin, "--live", "--quiet", DOCS_EMBEDDER=NAME)
-    assert (done.code, done.stderr) == (evaluate.EXIT_BAD_INPUT, (
+    assert (done.code, done.stderr) == (Exit.BAD_INPUT, (
         f"evaluate.py: DOCS_EMBEDDER={NAME}: Anthropic has no embeddings API; name another provider's embedder "
         "(openai:text-embedding-3-small, google_genai:gemini-embedding-001, ollama:nomic-embed-text, hash)\n"))
     assert {r["kind"] for r in done.requests} <= {"get"}  # nothing paid
@@ -198,21 +199,21 @@ def closed_port() -> int:
 def test_a_closed_port_exits_2_at_once_naming_anthropic_and_its_url(project, standin):
     url = f"http://127.0.0.1:{closed_port()}"
     done = run(project, standin, "--live", "--quiet", ANTHROPIC_BASE_URL=url)
-    assert done.code == evaluate.EXIT_BAD_INPUT
+    assert done.code == Exit.BAD_INPUT
     assert done.stderr == (f"evaluate.py: cannot reach Anthropic at {url} (ANTHROPIC_BASE_URL) for model {MODEL}: "
                            "connection refused\n")
 
 
 def test_no_key_exits_2_naming_the_variable_and_asks_nothing(project, standin):
     done = run(project, standin, "--live", "--quiet", ANTHROPIC_API_KEY=None)
-    assert (done.code, done.stderr) == (evaluate.EXIT_BAD_INPUT,
+    assert (done.code, done.stderr) == (Exit.BAD_INPUT,
                                         "evaluate.py: set ANTHROPIC_API_KEY to record with an Anthropic model (anthropic:MODEL)\n")
     assert done.requests == []
 
 
 def test_an_unknown_model_exits_2_naming_it(project, standin):
     done = run(project, standin, "--live", "--quiet", DOCS_MODEL="anthropic:claude-nope")
-    assert done.code == evaluate.EXIT_BAD_INPUT
+    assert done.code == Exit.BAD_INPUT
     assert done.stderr == (f"evaluate.py: Anthropic at {standin.url} (ANTHROPIC_BASE_URL) has no model "
                            "'claude-nope' (HTTP 404: model: claude-nope)\n")
 

@@ -23,6 +23,7 @@ from typing import Optional
 import httpx
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from whichstage.standins import gemini as gemini_standin
 from whichstage.calls import retries as live_calls
@@ -280,7 +281,7 @@ def test_agent_tokens_are_geminis_usage_metadata_and_the_judge_has_a_cost(full_r
 # ---- faults: retried, waited, or an entry's error ---------------------------------------------------------
 
 def test_the_fault_run_exits_3_with_one_error_per_failed_entry_and_no_traceback(fault_run):
-    assert fault_run.code == evaluate.EXIT_INCOMPLETE, fault_run.stderr
+    assert fault_run.code == Exit.INCOMPLETE, fault_run.stderr
     assert "Traceback" not in fault_run.stderr
     assert fault_run.lines()[-1].startswith(f"evaluate.py: incomplete: {len(ERRORED)} cases errored")
     rows = {r["id"]: r for r in fault_run.report(CHAT)["rows"]}
@@ -486,7 +487,7 @@ def closed_port() -> int:
 
 
 def assert_refused(done: Run, line: str) -> None:
-    assert done.code == evaluate.EXIT_BAD_INPUT
+    assert done.code == Exit.BAD_INPUT
     assert done.lines() == [line], done.stderr
     assert done.seconds < 10  # well under the 30 s a user may wait
     bundled = {p.name for p in (HERE / "recordings").glob("*.json")}

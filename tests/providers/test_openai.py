@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, copy_project, serial_judge, used_tokens
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls
@@ -214,7 +215,7 @@ def refusing(tmp_path_factory) -> Path:
 
 
 def assert_refused(done: Run, line: str) -> None:
-    assert done.code == evaluate.EXIT_BAD_INPUT
+    assert done.code == Exit.BAD_INPUT
     assert done.stderr.splitlines() == [line], done.stderr
     assert {p.name for p in (done.project / "recordings").iterdir()} == \
         {p.name for p in (HERE / "recordings").glob("*.json")}  # nothing written
@@ -262,7 +263,7 @@ def test_no_key_password_or_query_of_the_openai_settings_reaches_the_line(refusi
     port = closed_port()
     done = run(refusing, standin, "--live", "--quiet", OPENAI_API_KEY="CANARY-KEY-1234",
                OPENAI_BASE_URL=f"http://user:CANARY-PASS@127.0.0.1:{port}/v1?api_key=CANARY-QUERY")
-    assert done.code == evaluate.EXIT_BAD_INPUT and "CANARY" not in done.stderr, done.stderr
+    assert done.code == Exit.BAD_INPUT and "CANARY" not in done.stderr, done.stderr
     assert done.stderr == (f"evaluate.py: cannot reach OpenAI at http://127.0.0.1:{port}/v1 (OPENAI_BASE_URL) for "
                            f"model {CHAT}: connection refused\n")
 

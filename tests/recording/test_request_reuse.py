@@ -16,6 +16,7 @@ from typing import Iterator
 
 import pytest
 
+from whichstage._util.exits import Exit
 from conftest import copy_project, serial_judge
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls, stopping
@@ -201,7 +202,7 @@ def test_an_interrupted_run_keeps_what_it_paid_for_and_the_next_does_not_pay_it_
         code, err, first = run(project, standin, "--live")
     finally:
         standin.on_post = None
-    assert code == evaluate.EXIT_TERMINATED, err
+    assert code == Exit.TERMINATED, err
     assert first
     code, err, second = run(project, standin, "--live")
     assert code == 0, err

@@ -2,6 +2,7 @@
 interrupted when a resumed run was killed in turn; one entry in the singular."""
 import json
 
+from whichstage._util.exits import Exit
 from conftest import edit_cases, failing_judge
 from whichstage.cli import run as evaluate
 from whichstage.recording.store import Cassette, Mode
@@ -11,7 +12,7 @@ def test_a_run_after_an_incomplete_one_says_it_was_incomplete_not_interrupted(li
     edit_cases(live_project, lambda d: d["cases"][0].update(question=d["cases"][0]["question"] + " Please."))
     question = json.loads((live_project / "cases.json").read_text())["cases"][0]["question"]
     failing_judge(fake_models, question)
-    assert evaluate.main(["--live", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    assert evaluate.main(["--live", "--quiet"]) == Exit.INCOMPLETE
     capsys.readouterr()
     fake_models.reset()  # the judge answers again
     assert evaluate.main(["--live", "--quiet"]) == 0

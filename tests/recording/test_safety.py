@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from whichstage.run import pipeline
 from whichstage.recording.store import Cassette, Mode
@@ -53,12 +54,12 @@ def one_line(err: str) -> str:
 def test_a_torn_journal_line_costs_that_line_only(sample_project, fake_models, capsys):
     journal = journal_of(sample_project)
     interrupt_after_runs(fake_models, 4)
-    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == Exit.INTERRUPTED
     journal.write_bytes(journal.read_bytes()[:-40])  # a kill -9 or a full disk in the middle of the last line
     torn = journal.read_text().splitlines()[-1]
     fake_models.reset()
     interrupt_after_runs(fake_models, 4)
-    assert evaluate.main(["--live", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--quiet", "--concurrency", "1"]) == Exit.INTERRUPTED
     err = capsys.readouterr().err
     assert "kept aside" in err and "1 damaged line" in err
     kept = whole_entries(journal)  # what the second run keeps: the first run's whole lines and its own
@@ -77,7 +78,7 @@ def test_a_torn_journal_line_costs_that_line_only(sample_project, fake_models, c
 def test_a_damaged_or_empty_journal_is_never_deleted_for_other_models(live_project, fake_models, capsys, damage):
     journal = journal_of(live_project)
     interrupt_after_runs(fake_models, 3)
-    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == Exit.INTERRUPTED
     capsys.readouterr()
     lines = journal.read_text().splitlines(keepends=True)
     journal.write_text("{not json\n" + "".join(lines[1:]) if damage == "header" else "")
@@ -298,7 +299,7 @@ def test_sigterm_during_a_replay_does_not_say_to_run_live(here, monkeypatch, cap
         os.kill(os.getpid(), signal.SIGTERM)  # arrives while the replay writes its reports
         return real(*args)
     monkeypatch.setattr(html_report, "html_parts", terminated)
-    assert evaluate.main([]) == evaluate.EXIT_TERMINATED
+    assert evaluate.main([]) == Exit.TERMINATED
     assert capsys.readouterr().err == "evaluate.py: terminated\n"
 
 
@@ -376,7 +377,7 @@ def test_an_entry_key_of_what_json_cannot_hold_raises_as_json_does():
 
 def test_a_hand_edited_journal_value_is_refused_naming_the_line(live_project, fake_models, capsys):
     interrupt_after_runs(fake_models, 2)
-    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "1"]) == Exit.INTERRUPTED
     capsys.readouterr()
     journal = journal_of(live_project)
     lines = journal.read_text().splitlines()

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from conftest import OFFLINE_RUN, serial_judge, edit_cases, failing_judge
 from whichstage.providers import build as providers
@@ -30,6 +31,6 @@ def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_pro
             mp.setenv("GOOGLE_API_KEY", "test")
             mp.setenv(providers.GEMINI_URL_VARIABLE, standin.url)
             code = evaluate.main(["--live", "--quiet", "--judge2", SECOND])
-    assert code == evaluate.EXIT_INCOMPLETE, capsys.readouterr().err  # the first judge left backup errored
+    assert code == Exit.INCOMPLETE, capsys.readouterr().err  # the first judge left backup errored
     runs = fake_models.runs()
     assert sorted(runs) == sorted(set(runs)) and len(runs) == 2  # each trace once: the second pass paid for none

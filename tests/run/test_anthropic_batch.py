@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from conftest import all_report, copy_cases, live_all, evaluate_at, killed_once_submitted, serial_judge, verdicts
 from whichstage.run import batch
-from whichstage.cli import run as evaluate
 from whichstage.run.batch_anthropic import AnthropicBatches
 from whichstage.providers.settings import HOSTED
 from whichstage.standins import anthropic as anthropic_standin
@@ -80,7 +80,7 @@ def test_the_judge_is_asked_in_one_batch_a_round_and_never_outside_one(batch_run
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
     project = copy_cases(tmp_path, ("backup", "restore"), "job-expires")  # its contextual recall expires the batch
     code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
-    assert code == evaluate.EXIT_INCOMPLETE
+    assert code == Exit.INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors and all(line.endswith(" expired") for line in errors)
     assert all_report(project, MODELS)["rows"]  # the other entries were kept

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from conftest import copy_cases, live_all, killed_once_submitted, serial_judge, verdicts
 from whichstage.run import batch, files as run_files
@@ -114,7 +115,7 @@ def test_a_judge_without_a_batch_api_is_refused_before_any_call(tmp_path, standi
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
     project = copy_cases(tmp_path, ("backup", "restore"), "job-expires")  # its contextual recall expires the job
     code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
-    assert code == evaluate.EXIT_INCOMPLETE
+    assert code == Exit.INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors and all("ended expired" in line for line in errors)
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")

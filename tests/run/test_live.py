@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls
 from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, Forked, of_cases, untimed
@@ -50,7 +51,7 @@ def test_an_interrupted_run_resumes_with_exactly_the_remaining_calls(sample_proj
     # Ctrl-C as an agent run asks its model first (none of its calls paid yet), once 7 paid calls were answered
     fake_models.fail(lambda call: call.kind == "chat" and call.text == call.label and
                      len(paid(fake_models.calls)) >= 7, KeyboardInterrupt())
-    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--rerecord", "--quiet", "--concurrency", "3"]) == Exit.INTERRUPTED
     first, kept = paid(fake_models.reset()), journal_entries(journal)  # what completed is on disk
     assert len(first) >= 7 and kept
     assert f"interrupted: {len(kept)} new entries are kept in" in capsys.readouterr().err
@@ -73,7 +74,7 @@ def test_a_call_that_keeps_failing_is_an_error_not_a_score(sample_project, fake_
     answer = recorded_answer("backup")
     fake_models.fail(lambda call: call.label == "faithfulness/Claims" and answer in call.text,
                      ConnectionResetError("connection reset by peer"))
-    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == Exit.INCOMPLETE
     report = json.loads((project / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     row = next(r for r in report["rows"] if r["id"] == "backup")
     assert row["first_failure"] == "error"
@@ -96,7 +97,7 @@ def test_an_outage_is_counted_apart_from_failures(sample_project, fake_models):
     project = sample_project
     fake_models.fail(lambda call: call.kind == "chat" and "issue 212" in call.label,
                      ConnectionResetError("connection reset by peer"))
-    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == Exit.INCOMPLETE
     report = json.loads((project / "runs" / "docs-assistant+rules+hash+lexical.json").read_text())
     assert [r["id"] for r in report["rows"] if r["first_failure"] == "error"] == ["issue-212"]
     summary = report["summary"]
@@ -265,7 +266,7 @@ def test_an_error_in_a_held_out_case_alone_still_makes_the_run_incomplete(sample
     held_out = next(c for c in cases if c["split"] == "holdout")
     fake_models.fail(lambda call: call.kind == "chat" and call.label == held_out["question"],
                      ConnectionResetError("connection reset by peer"))
-    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == evaluate.EXIT_INCOMPLETE
+    assert evaluate.main(["--live", "--rerecord", "--quiet"]) == Exit.INCOMPLETE
     report = json.loads((sample_project / "runs" / f"{OFFLINE_RUN}.json").read_text())
     assert report["summary"]["errors"] == 0  # the dev report itself is whole
     assert "incomplete: 1 case errored" in capsys.readouterr().err

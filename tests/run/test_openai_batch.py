@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from conftest import copy_cases, live_all, evaluate_at, serial_judge, verdicts
 from whichstage.run import batch
-from whichstage.cli import run as evaluate
 from whichstage.standins import openai as openai_standin
 from whichstage.standins.gemini_faults import Fault
 
@@ -61,7 +61,7 @@ def test_batch_verdicts_equal_the_interactive_runs_at_half_the_price_one_batch_a
 def test_an_expired_batch_makes_only_its_requests_errors_and_a_rerun_completes(tmp_path, standin):
     project = copy_cases(tmp_path, ("backup", "restore"), "job-expires")  # its contextual recall expires the job
     code, err, _ = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")
-    assert code == evaluate.EXIT_INCOMPLETE
+    assert code == Exit.INCOMPLETE
     errors = [line for line in err.splitlines() if line.startswith("error: ")]
     assert errors and all("ended expired" in line for line in errors)
     code, err, requests = run(project, standin, "--live", "--batch", "--quiet", "--split", "all")

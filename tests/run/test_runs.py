@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from conftest import OFFLINE, OFFLINE_RUN, SAMPLE, interrupt_after_runs, of_cases, untimed
 from whichstage.project import selection
@@ -178,7 +179,7 @@ def test_three_shards_merged_equal_one_run_and_a_killed_shard_resumes(sample_pro
                                                                       capsys):
     (sample_project / "recordings" / f"{OFFLINE_RUN}.json").unlink()
     interrupt_after_runs(fake_models, 3)
-    assert evaluate.main(["--live", "--quiet", "--shard", "2/3", "--concurrency", "1"]) == evaluate.EXIT_INTERRUPTED
+    assert evaluate.main(["--live", "--quiet", "--shard", "2/3", "--concurrency", "1"]) == Exit.INTERRUPTED
     fake_models.reset()
     capsys.readouterr()
     for shard in ("1/3", "2/3", "3/3"):

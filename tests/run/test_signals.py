@@ -16,6 +16,7 @@ from typing import Iterator
 
 import pytest
 
+from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls
 from whichstage.providers import build as providers
@@ -124,7 +125,7 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(in_this_p
         err = capsys.readouterr().err
         assert sent, f"no judge request in {HANG_GUARD_S} s: {err}"
         assert requests.count() == sent[0], err  # nothing sent after the signal, a retry included
-    assert code == evaluate.EXIT_TERMINATED and "Traceback" not in err, err
+    assert code == Exit.TERMINATED and "Traceback" not in err, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("evaluate.py: terminated: ") and last.endswith("; run --live again to finish"), err
     said = int(last.split("terminated: ")[1].split()[0])
@@ -167,7 +168,7 @@ def test_a_provider_that_never_answers_ends_the_run_by_itself(in_this_process, m
         in_this_process({**env, providers.TIMEOUT_VARIABLE: timeout})
         code = evaluate.main(["--live", "--quiet"])
     err = capsys.readouterr().err
-    assert code == evaluate.EXIT_INCOMPLETE, err
+    assert code == Exit.INCOMPLETE, err
     assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("evaluate.py: incomplete: "), err
     assert "attempts in a row got no answer" in err
     assert "/keyword:" not in err  # a ranking that asks no provider is never refused
@@ -229,7 +230,7 @@ def ask(model, client: str) -> None:
 
 def test_a_bad_call_timeout_is_refused_before_any_call(live_project, monkeypatch, capsys):
     monkeypatch.setenv(providers.TIMEOUT_VARIABLE, "soon")
-    assert evaluate.main(["--live", "--quiet"]) == evaluate.EXIT_BAD_INPUT
+    assert evaluate.main(["--live", "--quiet"]) == Exit.BAD_INPUT
     assert capsys.readouterr().err == (f"evaluate.py: {providers.TIMEOUT_VARIABLE} must be a number of seconds above "
                                        f"0 and at most 3600, not soon\n")
 

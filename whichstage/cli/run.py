@@ -18,7 +18,6 @@ from whichstage._util import console
 from whichstage.model.errors import InputError
 from whichstage._util.ending import ended
 from whichstage._util.exits import EXIT_INCOMPLETE, EXIT_REGRESSED, WhichstageError
-from whichstage._util.exits import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_TERMINATED  # noqa: F401 - TEMP: tests name them here
 from whichstage.run.inputs import load_inputs
 from whichstage.calls.options import add_live_options, check_live_options
 from whichstage.run.options import RunOptions
