@@ -15,7 +15,7 @@ from typing import Optional
 
 from whichstage._util import console
 from whichstage._util.files import printable_stdout, shown, write_atomic
-from whichstage.analysis.compare_diff import comparison, ids, paired_text, reason, run_line
+from whichstage.analysis.compare_diff import comparison, diagnosis_change, ids, paired_text, reason, run_line
 from whichstage.analysis.compare_html import html_page
 from whichstage.analysis.comparability import across_lines, common_cases, refusal
 from whichstage.analysis.compare_load import CompareError, load_report
@@ -32,10 +32,14 @@ def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
              f"fixed by B ({len(d['fixed'])}): {ids([a for a, _ in d['fixed']])}".rstrip()]
     lines += [f"  {a['id']}: was {a['first_failure']} in A: {reason(a)}" for a, _ in d["fixed"]]
     lines.append(f"broken by B ({len(d['broken'])}): {ids([b for _, b in d['broken']])}".rstrip())
-    lines += [f"  {b['id']}: {b['first_failure']}: {reason(b)}" for _, b in d["broken"]]
+    for a, b in d["broken"]:
+        lines.append(f"  {b['id']}: {b['first_failure']}: {reason(b)}")
+        lines += [f"    {change}" for change in [diagnosis_change(a, b)] if change]
     lines.append(f"changed stage ({len(d['changed'])}): " + ", ".join(
         f"{a['id']} ({a['first_failure']} -> {b['first_failure']})" for a, b in d["changed"]))
-    lines += [f"  {b['id']}: {b['first_failure']}: {reason(b)}" for _, b in d["changed"]]
+    for a, b in d["changed"]:
+        lines.append(f"  {b['id']}: {b['first_failure']}: {reason(b)}")
+        lines += [f"    {change}" for change in [diagnosis_change(a, b)] if change]
     for side in ("A", "B"):
         if d[f"errored_{side.lower()}"]:
             lines.append(f"errored in {side} ({len(d[f'errored_{side.lower()}'])}): "

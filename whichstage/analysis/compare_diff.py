@@ -26,6 +26,17 @@ def reason(row: dict) -> str:
     return failure_reason(row)
 
 
+def diagnosis_change(a: dict, b: dict) -> str:
+    """Which component B's diagnosis of a case names, beside A's: 'diagnosis in B: retriever (... ); in A: none'
+    for a case B broke, '... ; in A: generator or prompt' where the cause moved; '' where neither run has one
+    or it did not change."""
+    cause_a, cause_b = ((r.get("diagnosis") or {}).get("cause") for r in (a, b))
+    if cause_b is None or cause_a == cause_b:
+        return ""
+    outcome = (b["diagnosis"].get("evidence") or {}).get("outcome")
+    return f"diagnosis in B: {cause_b}" + (f" ({outcome})" if outcome else "") + f"; in A: {cause_a or 'none'}"
+
+
 def diff_cases(rows_a: list[dict], rows_b: list[dict]) -> dict[str, list]:
     """Sort the cases into fixed, broken, changed stage, errored and one-sided, in A's case order."""
     by_id_a, by_id_b = {r["id"]: r for r in rows_a}, {r["id"]: r for r in rows_b}

@@ -2,8 +2,8 @@
 network, every value escaped."""
 from typing import Sequence
 
-from whichstage.analysis.compare_diff import (ALPHA, comparison, overall_rate, p_text, paired_text, reason, run_line,
-                                              verdict)
+from whichstage.analysis.compare_diff import (ALPHA, comparison, diagnosis_change, overall_rate, p_text, paired_text,
+                                              reason, run_line, verdict)
 from whichstage.render.html_markup import CSS, escaped
 from whichstage._util.stats import rate_text
 
@@ -13,6 +13,12 @@ def _verdict_class(test: dict) -> str:
     if test["p"] >= ALPHA:
         return "neutral"
     return "pass" if test["fixed"] > test["broken"] else "fail"
+
+
+def changed(a: dict, b: dict) -> str:
+    """'; diagnosis in B: ...; in A: ...' when the case's diagnosis names another component, else ''."""
+    change = diagnosis_change(a, b)
+    return f"; {change}" if change else ""
 
 
 def _case_list(title: str, items: list[tuple[str, str]]) -> str:
@@ -43,9 +49,10 @@ def html_page(path_a: str, report_a: dict, path_b: str, report_b: dict, notes: S
              *((stage, stage, s["a"], s["b"], s["test"]) for stage, s in c["stages"].items())]]
     sections = [
         _case_list("fixed by B", [(a["id"], f"was {a['first_failure']} in A: {reason(a)}") for a, _ in d["fixed"]]),
-        _case_list("broken by B", [(b["id"], f"{b['first_failure']}: {reason(b)}") for _, b in d["broken"]]),
-        _case_list("changed stage", [(b["id"], f"{a['first_failure']} -> {b['first_failure']}: {reason(b)}")
-                                     for a, b in d["changed"]]),
+        _case_list("broken by B", [(b["id"], f"{b['first_failure']}: {reason(b)}" + changed(a, b))
+                                   for a, b in d["broken"]]),
+        _case_list("changed stage", [(b["id"], f"{a['first_failure']} -> {b['first_failure']}: {reason(b)}"
+                                      + changed(a, b)) for a, b in d["changed"]]),
         _case_list("errored in A", [(r["id"], reason(r)) for r in d["errored_a"]]),
         _case_list("errored in B", [(r["id"], reason(r)) for r in d["errored_b"]])]
     sections += [_case_list(f"only in {side}", [(cid, "not in the other run") for cid in d[f"only_{side.lower()}"]])
