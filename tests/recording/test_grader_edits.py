@@ -1,5 +1,6 @@
-"""A grader-only edit (a case's expected tools) costs no agent run: a replay scores it again, a live run records
-the one tool score it changed."""
+"""A grader-only edit (a case's expected tools) costs no agent run of the case's own: a replay scores it again, a
+live run records the one tool score it changed, and for the case it now fails at tools the tools intervention
+(its run with the expected calls made, scored as any run)."""
 import json
 
 from whichstage.cli import run as evaluate
@@ -26,7 +27,12 @@ def test_an_edit_to_expected_tools_alone_is_rescored_at_replay(here, capsys):
     assert tools["missing"] == ["search_docs"] and tools["deepeval"]["score"] == 0.5  # scored on the new list
 
 
-def test_a_live_run_after_an_expected_tools_edit_records_one_entry(live_project, capsys):
+def test_a_live_run_after_an_expected_tools_edit_records_one_tool_score_and_the_intervention(live_project, capsys):
+    path = live_project / "recordings" / f"{OFFLINE_RUN}.json"
+    before = json.loads(path.read_text())["entries"]
     edit_cases(live_project, expect_a_search_too)
     assert evaluate.main(["--live", "--quiet"]) == 0
-    assert "recorded 1 new entry, kept " in capsys.readouterr().err
+    after = json.loads(path.read_text())["entries"]
+    changed = sorted(n for n in after if after[n]["deps"] != before.get(n, {}).get("deps"))
+    assert [n for n in changed if "@expected-calls" not in n] == ["tools/issue-212"]
+    assert "agent/issue-212@expected-calls" in changed

@@ -79,3 +79,27 @@ def test_the_answer_check_is_staled_by_what_it_reads_and_nothing_else(tmp_path, 
     after = entries(folder)
     changed = sorted(name for name in after if after[name]["deps"] != before.get(name, {}).get("deps"))
     assert changed == sorted([f"judge/{CASE}/facts", *CHECKS])
+
+
+def test_a_threshold_that_makes_a_case_fail_asks_no_live_run_and_the_next_live_run_records_its_check(
+        tmp_path, monkeypatch):
+    def criterion(folder: Path, cases: dict) -> None:
+        config = folder / "evals.toml"
+        config.write_text(config.read_text() + "\n[criteria.mentions]\nrubric = \"It says 'online' and 'instantly'.\""
+                          "\nthreshold = 0.4\n")
+    folder = recorded_init(tmp_path / "p", criterion)
+    config = folder / "evals.toml"
+    config.write_text(config.read_text().replace("threshold = 0.4", "threshold = 0.9"))
+    monkeypatch.chdir(folder)
+    for name in OFFLINE:
+        monkeypatch.delenv(name, raising=False)
+    assert evaluate.main(["--quiet"]) == 0  # a threshold moves verdicts at replay: nothing is stale
+    assert row(folder)["first_failure"] == "mentions"
+    outcome = row(folder)["diagnosis"]["evidence"]["outcome"]
+    assert outcome == "its answer check is not recorded: run --live to record it"
+    before = entries(folder)
+    for name, value in OFFLINE.items():
+        monkeypatch.setenv(name, value)
+    assert evaluate.main(["--live", "--quiet"]) == 0
+    assert sorted(set(entries(folder)) - set(before)) == CHECKS
+    assert row(folder)["diagnosis"]["cause"] != "undetermined"

@@ -86,20 +86,35 @@ def messages_of(history: list[dict]) -> list:
     return messages
 
 
-def run(agent, question: str, history: Optional[list[dict]] = None) -> dict:
+def made_for(agent, calls: list[dict], handler) -> list:
+    """The tool calls `calls` made for the agent through its own tools (an action's stand-in for an action,
+    so it never runs), as the messages an agent that had made them would hold: its call, then each output."""
+    from langchain_core.messages import AIMessage
+    from whichstage.agent.factory import tools_of
+
+    tools = {t.name: t for t in tools_of(agent)}
+    made = [{"name": c["name"], "args": c["args"], "id": f"made_{i}", "type": "tool_call"} for i, c in enumerate(calls)]
+    outputs = [tools[c["name"]].invoke(c, config={"callbacks": [handler]}) for c in made]
+    return [AIMessage(content="", tool_calls=made), *outputs]
+
+
+def run(agent, question: str, history: Optional[list[dict]] = None, made: Optional[list[dict]] = None) -> dict:
     """Run one question through any agent of the contract and keep its whole trajectory; `history` is the
-    case's earlier turns (a follow-up), which the agent receives before the question. The trace is of the
+    case's earlier turns (a follow-up), which the agent receives before the question; `made`, tool calls made
+    for it before it goes on (the tools intervention), which the trace holds as its own. The trace is of the
     last turn alone."""
     from langchain_core.documents import Document
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
     handler = recorder()
-    asked = [*messages_of(history or []), HumanMessage(content=question)]
+    injected = made_for(agent, made, handler) if made else []
+    asked = [*messages_of(history or []), HumanMessage(content=question), *injected]
     result = agent.invoke({"messages": asked}, config={"callbacks": [handler]})
     messages = result.get("messages") if isinstance(result, dict) else None
     if not isinstance(messages, list):
         raise AgentOutputError(f"the agent returned {type(result).__name__}, not a state with 'messages'")
-    new = messages[len(asked):] if len(messages) > len(asked) else messages
+    start = len(asked) - len(injected)
+    new = messages[start:] if len(messages) > start else messages
     replies = [m for m in new if isinstance(m, AIMessage)]
     if not replies:
         raise AgentOutputError("the agent's messages hold no AI message: it gave no answer")

@@ -80,13 +80,15 @@ class Inputs:
         """The case's expected pages, in the order the case lists them: what the counterfactual retriever returns."""
         return [self.by_id[p] for p in case["expected_docs"]]
 
-    def agent_deps(self, case: dict, pages: Optional[list[dict]] = None) -> Callable[[dict], dict]:
+    def agent_deps(self, case: dict, pages: Optional[list[dict]] = None,
+                   made: Optional[list[dict]] = None) -> Callable[[dict], dict]:
         """What the case's trace depends on, given what the trace did; with `pages`, the counterfactual
-        trace, whose retriever returned those pages."""
+        trace, whose retriever returned those pages; with `made`, the trace of the tools intervention, which
+        began with those calls made for it."""
         retrievers = set(self.project.retrievers())
 
         def deps(trace: dict) -> dict:
-            found = {"question": sha(case["question"]), **self.common}
+            found = {"question": sha(case["question"]), **self.common, **({"made calls": sha(made)} if made else {})}
             if case.get("history"):
                 found["history"] = sha(case["history"])
             if any(c["name"] in retrievers for c in trace["tool_calls"]):
@@ -169,6 +171,7 @@ def rescored(compute: Callable) -> dict:
 
 
 EXPECTED_PAGES = "@expected-pages"  # the counterfactual variant of a case's entries
+EXPECTED_CALLS = "@expected-calls"  # the tools intervention's: the expected calls made for the agent
 
 
 def repeat(run: int) -> str:
@@ -180,6 +183,8 @@ def variant_label(variant: str) -> str:
     """How a stale-entry reason names the run it belongs to: nothing for a case's own run."""
     if variant == EXPECTED_PAGES:
         return " with the expected pages"
+    if variant == EXPECTED_CALLS:
+        return " with the expected calls made"
     return f" in run {variant[1:]}" if variant.startswith("#") else ""
 
 

@@ -6,9 +6,9 @@ from typing import Any, Callable, Optional
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.project import checks as own_checks, criteria
 from whichstage.run import ladder
-from whichstage.run.entries import (EXPECTED_PAGES, Inputs, agent_entry, answer_check_entries, case_entries, free,
-                                    rescored, variant_label)
-from whichstage.scoring.diagnosis import answer_lacks, answer_stage, diagnose
+from whichstage.run.entries import (EXPECTED_CALLS, EXPECTED_PAGES, Inputs, agent_entry, answer_check_entries,
+                                    case_entries, free, rescored, variant_label)
+from whichstage.scoring.diagnosis import answer_lacks, answer_stage, calls_to_make, diagnose
 from whichstage.judging.metrics import stage_of
 from whichstage.scoring.behaviour import behaviour_verdict
 from whichstage.scoring.retrieval import case_retrieval
@@ -19,9 +19,10 @@ from whichstage.agent.reading import Unreadable
 
 
 def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
-             stale: Optional[dict] = None, variant: str = "") -> dict:
-    """A report row from the case's current entries (of its counterfactual run, with `variant`). An entry
-    without a current value is left out; in a replay, `stale` collects why, by case."""
+             stale: Optional[dict] = None, variant: str = "", made: Optional[list[dict]] = None) -> dict:
+    """A report row from the case's current entries (of an intervention's run, with `variant`; `made`, the calls
+    the tools intervention made). An entry without a current value is left out; in a replay, `stale` collects
+    why, by case."""
     def entry(name: str, deps_of: Callable, compute: Optional[Callable] = None) -> Any:
         """The entry's recorded value (a trace's or a verdict's dict, a ladder's ranking), None without one."""
         value, why = cassette.lookup(name, deps_of)
@@ -41,7 +42,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     if not variant:
         row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
-    trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages))
+    trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages, made))
     unscored: dict[str, Any] = {
         "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searches": [], "searched": False,
         "behaviour": None, "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None,
@@ -83,15 +84,33 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
             again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
             row["counterfactual"] = counterfactual(again)
             row["also_spent"] = spent(again)
+    if row["first_failure"] == "tools":  # not recorded yet is no stale replay: an expected tool edited is free
+        calls, why = expected_calls(inputs, case, row)
+        if calls is None:
+            row["tools_intervention"] = {"available": False, "why": why}
+        else:
+            # a live run's missing intervention is one to record: there alone it counts as stale
+            again = case_row(inputs, case, cassette, None, stale if cassette.live else None, EXPECTED_CALLS, calls)
+            row["tools_intervention"] = None if again["answer"] is None else {
+                "calls": calls, "first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
+                "answer": again["answer"]}
+            if again["answer"] is not None:
+                row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent(again))
     if checked_answer(row):  # not recorded yet is no stale replay: a threshold moved at replay can call for one
         checks = answer_checks(inputs, case, row, view["context"])
-        found = {name: recorded(cassette.lookup(name, deps_of)[0]) for name, (deps_of, _) in checks.items()}
+        found = {name: entry(name, deps_of) if cassette.live else recorded(cassette.lookup(name, deps_of)[0])
+                 for name, (deps_of, _) in checks.items()}
         row["answer_check"] = answer_check(answer_lacks(row), found)
         paid = {name: value for name, value in found.items() if value}
         if paid:  # the check's judge calls are the run's spending too
             row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent({"judged": paid}))
     row["diagnosis"] = diagnose(row)
     return row
+
+
+def expected_calls(inputs: Inputs, case: dict, row: dict) -> tuple[Optional[list[dict]], str]:
+    """The calls the tools intervention makes for a case failing at tools (scoring/diagnosis.calls_to_make)."""
+    return calls_to_make(case, row["tool_calls"], inputs.parameters, inputs.project.retrievers())
 
 
 def recorded(value: Any) -> Optional[dict]:

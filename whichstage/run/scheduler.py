@@ -7,12 +7,12 @@ from functools import partial
 from typing import Any, Callable, Optional, Protocol, cast
 
 from whichstage.recording.store import ABSENT, Cassette
-from whichstage.run.entries import EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
+from whichstage.run.entries import EXPECTED_CALLS, EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from whichstage.run.ladder import Rankers
 from whichstage.calls.retries import CallFailed, timed, with_retries
 from whichstage.calls.pool import Pool
 from whichstage.calls.progress import write_line
-from whichstage.run.rows import answer_checks, case_row
+from whichstage.run.rows import answer_checks, case_row, expected_calls
 from whichstage.scoring.diagnosis import answer_stage
 from whichstage.agent.reading import Unreadable
 
@@ -40,11 +40,13 @@ class Quiet:
         pass
 
 
-def run_agent(agent, question: str, history: Optional[list[dict]] = None) -> dict:
-    """One agent run's trace, with its time; a case with `history` is its last turn after those."""
+def run_agent(agent, question: str, history: Optional[list[dict]] = None,
+              made: Optional[list[dict]] = None) -> dict:
+    """One agent run's trace, with its time; a case with `history` is its last turn after those; `made`, the
+    calls the tools intervention makes for it first."""
     from whichstage.agent.capture import run
 
-    trace, took = timed(lambda: run(agent, question, history))
+    trace, took = timed(lambda: run(agent, question, history, made))
     return {**trace, "agent_s": took}
 
 
@@ -86,6 +88,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
     left: dict[str, int] = {}  # case id -> its entries not finished yet
     second: set[str] = set()  # the cases whose counterfactual run was submitted
     checked: set[str] = set()  # the cases whose answer check was submitted
+    made: set[str] = set()  # the cases whose run with the expected calls made was submitted
     deferred: list[tuple[dict, str, Callable, Callable]] = []  # the judge steps a batch measures
 
     def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
@@ -112,6 +115,14 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
                 left[cid] += 1
             pool.submit(lambda: agent_step(case, EXPECTED_PAGES))
             return
+        if first == "tools" and cid not in made:
+            calls, _ = expected_calls(inputs, case, row)
+            if calls is not None:
+                with lock:
+                    made.add(cid)
+                    left[cid] += 1
+                pool.submit(partial(agent_step, case, EXPECTED_CALLS, calls))
+                return
         if answer_stage(first) and cid not in checked:
             trace = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[0]
             needed = answer_checks(inputs, case, row, inputs.view(trace)["context"])
@@ -146,15 +157,15 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             else:
                 finish(case, record(name, deps_of, constant(value))[1])
 
-    def agent_step(case: dict, variant: str = "") -> None:
+    def agent_step(case: dict, variant: str = "", calls: Optional[list[dict]] = None) -> None:
         if variant == EXPECTED_PAGES:
             # finish submits a counterfactual run only when there is a counterfactual agent
             counterfactual = cast(Callable[[dict], object], live.counterfactual_agent)
             deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: counterfactual(case)
         else:
-            deps, build = inputs.agent_deps(case), live.agent
+            deps, build = inputs.agent_deps(case, None, calls), live.agent
         trace, error = record(agent_entry(case, variant), deps,
-                              lambda: run_agent(build(), case["question"], case.get("history")))
+                              lambda: run_agent(build(), case["question"], case.get("history"), calls))
         if trace is None:
             return finish(case, error)  # a failed counterfactual run is the case's error, as any failed call
         try:

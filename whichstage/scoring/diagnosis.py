@@ -2,7 +2,8 @@
 intervention, its outcome, its answer), and the first step of the trajectory that departed from the case; and
 a run's fix list, each component with the cases its intervention recovered. Pure, no I/O.
 
-The interventions, each recorded like any entry: retrieval, the agent run again with the case's expected
+The interventions, each recorded like any entry: tools, the agent with the case's expected calls made for it,
+then left to answer (row["tools_intervention"]); retrieval, the agent run again with the case's expected
 pages (row["counterfactual"]); the answer stages, what the answer lacks judged against the context the agent
 saw and against the expected pages (row["answer_check"]); repeats, a failure that does not reproduce
 (row["repeats"]). A failure no intervention explains is "undetermined", saying why.
@@ -23,6 +24,28 @@ def answer_lacks(row: dict) -> list[str]:
     facts = (row.get("judged") or {}).get("facts") or {}
     missing = [f["fact"] for f in facts.get("facts") or [] if not f.get("covered")]
     return missing or ([row["reference"]] if row.get("reference") else [])
+
+
+def calls_to_make(case: dict, made: list[dict], parameters: dict[str, dict],
+                  retrievers: list[str]) -> tuple[Optional[list[dict]], str]:
+    """The expected calls the tools intervention makes for the agent, each with the case's stated arguments
+    (a plain value; a matcher such as {"contains": ...} is no value) over those of the agent's own call to that
+    tool, a retriever otherwise searching with the question; (None, why) when a call's arguments are unknown."""
+    own = [dict(c) for c in made]
+    calls = []
+    for name in case.get("expected_tools") or []:
+        mine = next((c for c in own if c["name"] == name), None)
+        if mine is not None:
+            own.remove(mine)
+        expected = (case.get("expected_args") or {}).get(name) or {}
+        stated = {a: v for a, v in expected.items() if not isinstance(v, dict)}
+        args = {**(mine["args"] if mine else {}), **stated}
+        if not args and name in retrievers and parameters.get(name):
+            args = {next(iter(parameters[name])): case["question"]}
+        if parameters.get(name) and not args:
+            return None, f"no arguments known for {name}: the case states none and the agent never called it"
+        calls.append({"name": name, "args": args})
+    return calls, ""
 
 
 def answer_stage(stage: Optional[str]) -> bool:
@@ -58,7 +81,7 @@ def diagnose(row: dict) -> Optional[dict]:
     first = row.get("first_failure")
     if first in (None, "error"):
         return None
-    found = flaky(row) or retrieval_cause(row, first) or answer_cause(row, first) or \
+    found = flaky(row) or tools_cause(row, first) or retrieval_cause(row, first) or answer_cause(row, first) or \
         ("undetermined", {"intervention": None, "outcome": f"no intervention isolates the {first} stage yet"})
     cause, evidence = found
     return {"cause": cause, "evidence": evidence, "deviation": deviation(row)}
@@ -69,6 +92,26 @@ def flaky(row: dict) -> Optional[tuple[str, dict]]:
     if runs and 0 < runs["passes"] < runs["runs"]:
         return "flaky", {"intervention": "repeats", "outcome": f"passes {runs['passes']} of {runs['runs']} runs"}
     return None
+
+
+def tools_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
+    """The agent with the expected calls made for it, then left to answer: tool choice (the tool descriptions
+    or the prompt), when the case then passes."""
+    if first != "tools" or "tools_intervention" not in row:
+        return None
+    made = row["tools_intervention"]
+    if made is None:
+        return "undetermined", {"intervention": "expected calls", "outcome": "its run with the expected calls is not "
+                                                                             "recorded: run --live to record it"}
+    if made.get("available") is False:
+        return "undetermined", {"intervention": None, "outcome": made["why"]}
+    evidence = {"intervention": "expected calls", "answer": made.get("answer")}
+    if made["first_failure"] is None:
+        return "tool choice", {**evidence, "outcome": "with the expected calls made for it, the case then passes"}
+    if made["first_failure"] == "error":
+        return "undetermined", {**evidence, "outcome": "the run with the expected calls did not complete"}
+    return "undetermined", {**evidence, "outcome": f"with the expected calls made for it, the case then fails at "
+                                                   f"{made['first_failure']}"}
 
 
 def retrieval_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
