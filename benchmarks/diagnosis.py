@@ -21,6 +21,7 @@ intervention exists yet).
 
 Run from the repository root: `python benchmarks/diagnosis.py` (about a minute on two cores). Exit 0.
 """
+import inspect
 import json
 import os
 import re
@@ -47,9 +48,7 @@ from langchain_core.runnables import RunnableLambda
 from {module} import {function} as original
 
 
-def shorter(text):
-    sentences = re.split(r"(?<=[.!?])\\s+", text.strip())
-    return " ".join(sentences[:-1]) if len(sentences) > 1 else text
+{shorter}
 
 
 @functools.wraps(original)
@@ -67,6 +66,12 @@ def factory(*args, **kwargs):
     wrapped.nodes = agent.nodes
     return wrapped
 '''
+
+
+def shorter(text: str) -> str:
+    """The text less its last sentence; a text of one sentence as it is."""
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    return " ".join(sentences[:-1]) if len(sentences) > 1 else text
 
 
 class Project:
@@ -121,7 +126,8 @@ class Project:
         text = config.read_text(encoding="utf-8")
         spec = re.search(r'^agent = "([\w.]+):(\w+)"', text, re.M)
         module, function = spec.group(1), spec.group(2)
-        (copy / "planted_answer.py").write_text(SHORTER.format(module=module, function=function), encoding="utf-8")
+        code = SHORTER.format(module=module, function=function, shorter=inspect.getsource(shorter))
+        (copy / "planted_answer.py").write_text(code, encoding="utf-8")
         config.write_text(text.replace(spec.group(0), 'agent = "planted_answer:factory"'), encoding="utf-8")
 
 
