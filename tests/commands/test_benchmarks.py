@@ -29,3 +29,26 @@ def test_the_suite_cpu_summary_sums_each_files_tests_across_workers(tmp_path):
     lines = benchmark("suite_cpu").summary(tmp_path).splitlines()
     assert [line.split() for line in lines[1:]] == [
         ["3.5", "5.0", "2", "tests/a.py"], ["0.2", "0.5", "1", "tests/b.py"], ["3.8", "5.5", "3", "all"]]
+
+
+def test_the_planted_defects_edit_a_copy_of_each_bundled_project_and_keep_it_loadable(tmp_path):
+    import json
+
+    bench = benchmark("diagnosis")
+    for project in bench.PROJECTS:
+        copy = tmp_path / project.name
+        project.copy(copy)
+        assert not (copy / "recordings").exists() and not (copy / "runs").exists()
+        project.drop_best_hit(copy)  # refuses when the agent's search is no longer the code it edits
+        assert project.dropped in (copy / project.agent_file).read_text(encoding="utf-8")
+        page = project.sole_pages()[0]
+        project.blank_page(copy, page)
+        if page.endswith(".md"):
+            assert (copy / page).read_text(encoding="utf-8").startswith("# ")
+        else:
+            (blank,) = [p for p in json.loads((copy / "docs.json").read_text(encoding="utf-8")) if p["id"] == page]
+            assert blank["text"] == bench.BLANK and "planted" not in blank
+        project.shorten_answers(copy)
+        assert 'agent = "planted_answer:factory"' in (copy / "evals.toml").read_text(encoding="utf-8")
+        assert "def shorter(" in (copy / "planted_answer.py").read_text(encoding="utf-8")
+    assert bench.shorter("One. Two? Three!") == "One. Two?" and bench.shorter("Only one.") == "Only one."
