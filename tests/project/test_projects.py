@@ -73,7 +73,7 @@ def test_rows_show_the_pages_the_agents_retriever_returned_as_artifacts():
     missed = row(found, "new-router")
     assert missed["first_failure"] == "retrieval" and missed["retrieved"] == ["manual/warranty.md", "manual/install.md"]
     # handed the wifi page, the rules model still refuses: the facts stage sees the refusal lacks the fact
-    assert {k: v for k, v in missed["counterfactual"].items() if k != "answer"} == \
+    assert {k: v for k, v in missed["counterfactual"].items() if k not in ("answer", "answer_check")} == \
         {"for": "retrieval", "first_failure": "facts", "fixed": False}
 
 

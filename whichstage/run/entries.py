@@ -226,11 +226,12 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
 CHECKED_IN = ("context", "pages")  # where the answer check looks: the context the agent read, the expected pages
 
 
-def answer_check_entries(inputs: Inputs, case: dict, lacks: list[str],
-                         context: list[str]) -> dict[str, tuple[Callable, Callable]]:
-    """The answer check of a case failing at an answer stage: what the answer lacks (`lacks`), judged by the
-    facts metric against the context the agent read and against the case's expected pages (when it names
-    any), each an entry `judge/<case>/lacks-in-<where>` depending on the facts and the text it reads."""
+def answer_check_entries(inputs: Inputs, case: dict, lacks: list[str], context: list[str],
+                         variant: str = "") -> dict[str, tuple[Callable, Callable]]:
+    """The answer check of a case failing at an answer stage (of an intervention's run, with `variant`): what
+    the answer lacks (`lacks`), judged by the facts metric against the context the agent read and against the
+    case's expected pages (when it names any), each an entry `judge/<case><variant>/lacks-in-<where>`
+    depending on the facts and the text it reads."""
     texts = {"context": "\n\n".join(context)}
     if case["expected_docs"]:
         texts["pages"] = "\n\n".join(f"{p.get('title') or p['id']}\n{p['text']}" for p in inputs.expected_pages(case))
@@ -240,7 +241,7 @@ def answer_check_entries(inputs: Inputs, case: dict, lacks: list[str],
             continue  # nothing to look in: nothing is there, and no judge need say so
         deps = {"metric": "facts", "check": f"lacks in {where}", **metric_identity("facts"), **inputs.judged,
                 "lacks": sha(lacks), where: sha(text)}
-        needed[f"judge/{case['id']}/lacks-in-{where}"] = (
+        needed[f"judge/{case['id']}{variant}/lacks-in-{where}"] = (
             lambda value, d=deps: d, Measure("facts", judge_input(case), text, case["reference"], [text], lacks))
     return needed
 

@@ -74,6 +74,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                                          own_checks.run(inputs.loaded.checks, case, trace, view),
                                          inputs.project.actions())
     row["first_failure"] = first_failure(row)
+    if variant in (EXPECTED_PAGES, EXPECTED_CALLS):  # an intervention's run that then fails: what its answer lacks
+        attach_answer_check(row, inputs, case, cassette, view["context"], entry, variant)
     if variant:
         return row
     if row["first_failure"] == "retrieval":
@@ -83,7 +85,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         else:
             again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
             row["counterfactual"] = counterfactual(again)
-            row["also_spent"] = spent(again)
+            row["also_spent"] = added(spent(again), *([again["also_spent"]] if again.get("also_spent") else []))
     if row["first_failure"] == "tools":  # not recorded yet is no stale replay: an expected tool edited is free
         calls, why = expected_calls(inputs, case, row)
         if calls is None:
@@ -93,19 +95,29 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
             again = case_row(inputs, case, cassette, None, stale if cassette.live else None, EXPECTED_CALLS, calls)
             row["tools_intervention"] = None if again["answer"] is None else {
                 "calls": calls, "first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
-                "answer": again["answer"]}
+                "answer": again["answer"], **({"answer_check": again["answer_check"]} if "answer_check" in again
+                                              else {})}
             if again["answer"] is not None:
-                row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent(again))
-    if checked_answer(row):  # not recorded yet is no stale replay: a threshold moved at replay can call for one
-        checks = answer_checks(inputs, case, row, view["context"])
-        found = {name: entry(name, deps_of) if cassette.live else recorded(cassette.lookup(name, deps_of)[0])
-                 for name, (deps_of, _) in checks.items()}
-        row["answer_check"] = answer_check(answer_lacks(row), found)
-        paid = {name: value for name, value in found.items() if value}
-        if paid:  # the check's judge calls are the run's spending too
-            row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent({"judged": paid}))
+                row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent(again),
+                                          *([again["also_spent"]] if again.get("also_spent") else []))
+    attach_answer_check(row, inputs, case, cassette, view["context"], entry)
     row["diagnosis"] = diagnose(row)
     return row
+
+
+def attach_answer_check(row: dict, inputs: Inputs, case: dict, cassette: Cassette, context: list[str],
+                        entry: Callable, variant: str = "") -> None:
+    """The row's answer check, when it fails at an answer stage; not recorded yet is no stale replay (a threshold
+    moved at replay can call for one), and in a live run one to record. Its judge calls are the run's spending."""
+    if not checked_answer(row):
+        return
+    checks = answer_checks(inputs, case, row, context, variant)
+    found = {name: entry(name, deps_of) if cassette.live else recorded(cassette.lookup(name, deps_of)[0])
+             for name, (deps_of, _) in checks.items()}
+    row["answer_check"] = answer_check(answer_lacks(row), found)
+    paid = {name: value for name, value in found.items() if value}
+    if paid:
+        row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent({"judged": paid}))
 
 
 def expected_calls(inputs: Inputs, case: dict, row: dict) -> tuple[Optional[list[dict]], str]:
@@ -123,9 +135,30 @@ def checked_answer(row: dict) -> bool:
     return answer_stage(row["first_failure"]) and row["expected_behavior"] == "answer" and bool(answer_lacks(row))
 
 
-def answer_checks(inputs: Inputs, case: dict, row: dict, context: list[str]) -> dict[str, tuple[Callable, Callable]]:
+def answer_checks(inputs: Inputs, case: dict, row: dict, context: list[str],
+                  variant: str = "") -> dict[str, tuple[Callable, Callable]]:
     """The answer check's entries a row needs (none where there is no text to look in)."""
-    return answer_check_entries(inputs, case, answer_lacks(row), context) if checked_answer(row) else {}
+    return answer_check_entries(inputs, case, answer_lacks(row), context, variant) if checked_answer(row) else {}
+
+
+def intervention_checks(inputs: Inputs, case: dict, cassette: Cassette,
+                        row: dict) -> dict[str, tuple[Callable, Callable]]:
+    """The answer checks the row's interventions' runs still need: each run recorded that fails at an answer
+    stage, and not yet checked."""
+    runs: list[tuple[str, Optional[list[dict]], Optional[list[dict]]]] = []
+    if row["first_failure"] == "retrieval" and inputs.counterfactual:
+        runs.append((EXPECTED_PAGES, inputs.expected_pages(case), None))
+    made = (row.get("tools_intervention") or {}).get("calls")
+    if row["first_failure"] == "tools" and made:
+        runs.append((EXPECTED_CALLS, None, made))
+    needed: dict[str, tuple[Callable, Callable]] = {}
+    for variant, pages, calls in runs:
+        trace = cassette.lookup(agent_entry(case, variant), inputs.agent_deps(case, pages, calls))[0]
+        if trace is ABSENT:
+            continue
+        again = case_row(inputs, case, cassette, None, None, variant, calls)
+        needed.update(answer_checks(inputs, case, again, inputs.view(trace)["context"], variant))
+    return {name: need for name, need in needed.items() if cassette.lookup(name, need[0])[0] is ABSENT}
 
 
 def answer_check(lacks: list[str], found: dict[str, Optional[dict]]) -> Optional[dict]:
@@ -144,4 +177,4 @@ def counterfactual(again: dict) -> Optional[dict]:
     if again["answer"] is None:
         return None
     return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
-            "answer": again["answer"]}
+            "answer": again["answer"], **({"answer_check": again["answer_check"]} if "answer_check" in again else {})}

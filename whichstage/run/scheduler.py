@@ -12,7 +12,7 @@ from whichstage.run.ladder import Rankers
 from whichstage.calls.retries import CallFailed, timed, with_retries
 from whichstage.calls.pool import Pool
 from whichstage.calls.progress import write_line
-from whichstage.run.rows import answer_checks, case_row, expected_calls
+from whichstage.run.rows import answer_checks, case_row, expected_calls, intervention_checks
 from whichstage.scoring.diagnosis import answer_stage
 from whichstage.agent.reading import Unreadable
 
@@ -122,6 +122,15 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
                     made.add(cid)
                     left[cid] += 1
                 pool.submit(partial(agent_step, case, EXPECTED_CALLS, calls))
+                return
+        if (cid in second or cid in made) and cid not in checked:  # an intervention's run that then failed
+            needed = intervention_checks(inputs, case, cassette, row)
+            if needed:
+                with lock:
+                    checked.add(cid)
+                    left[cid] += len(needed)
+                for name, (deps_of, compute) in needed.items():
+                    pool.submit(partial(judge_step, case, name, deps_of, compute))
                 return
         if answer_stage(first) and cid not in checked:
             trace = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[0]

@@ -110,8 +110,8 @@ def tools_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
         return "tool choice", {**evidence, "outcome": "with the expected calls made for it, the case then passes"}
     if made["first_failure"] == "error":
         return "undetermined", {**evidence, "outcome": "the run with the expected calls did not complete"}
-    return "undetermined", {**evidence, "outcome": f"with the expected calls made for it, the case then fails at "
-                                                   f"{made['first_failure']}"}
+    then = f"with the expected calls made for it, the case then fails at {made['first_failure']}"
+    return then_lacks(made, then, evidence) or ("undetermined", {**evidence, "outcome": then})
 
 
 def retrieval_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
@@ -133,7 +133,18 @@ def retrieval_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
     own = " as it does with its own pages" if stage_results(row).get(then) is False else ""
     if BY_NAME.get(then) and BY_NAME[then].name in ("behaviour", "tools"):
         return "undetermined", {**evidence, "outcome": f"with the expected pages the case fails earlier, at {then}"}
-    return "undetermined", {**evidence, "outcome": f"retrieval passes and the case then fails at {then}{own}"}
+    later = f"retrieval passes and the case then fails at {then}{own}"
+    return then_lacks(cf, later, evidence) or ("undetermined", {**evidence, "outcome": later})
+
+
+def then_lacks(run: dict, then: str, evidence: dict) -> Optional[tuple[str, dict]]:
+    """An intervention's run that then fails at an answer stage, diagnosed by its own answer check."""
+    if not answer_stage(run.get("first_failure")) or "answer_check" not in run:
+        return None
+    if run["answer_check"] is None:
+        return "undetermined", {**evidence, "outcome": f"{then}; its answer check is not recorded: run --live"}
+    cause, outcome = lacks_cause(run["answer_check"])
+    return cause, {**evidence, "outcome": f"{then}: {outcome}"}
 
 
 def answer_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
@@ -145,20 +156,23 @@ def answer_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
     if check is None:
         return "undetermined", {"intervention": "answer check", "outcome": "its answer check is not recorded: "
                                                                            "run --live to record it"}
+    cause, outcome = lacks_cause(check)
+    return cause, {"intervention": "answer check", "lacks": check["lacks"], "outcome": outcome}
+
+
+def lacks_cause(check: dict) -> tuple[str, str]:
+    """An answer check's verdict, as (cause, outcome)."""
     lacks, in_context, in_pages = check["lacks"], check["in_context"], check.get("in_pages")
     absent = [fact for fact, there in zip(lacks, in_context, strict=True) if not there]
-    evidence = {"intervention": "answer check", "lacks": lacks}
     if not absent:
-        return "generator or prompt", {**evidence, "outcome": "what the answer lacks is in the context it read"}
+        return "generator or prompt", "what the answer lacks is in the context it read"
     if in_pages is None:
-        return "undetermined", {**evidence, "outcome": f"not in the context it read: {absent[0]!r}; the case names "
-                                                       "no expected pages to look in"}
+        return "undetermined", f"not in the context it read: {absent[0]!r}; the case names no expected pages to look in"
     nowhere = [fact for fact, there in zip(lacks, in_pages, strict=True) if not there and fact in absent]
     if nowhere:
-        return "docs gap", {**evidence, "outcome": f"in no expected page: {nowhere[0]!r}"
-                                                   + (f" and {len(nowhere) - 1} more" if len(nowhere) > 1 else "")}
-    return "retriever", {**evidence, "outcome": f"not in the context it read, but in the expected pages: "
-                                                f"{absent[0]!r}"}
+        return "docs gap", f"in no expected page: {nowhere[0]!r}" + (f" and {len(nowhere) - 1} more"
+                                                                     if len(nowhere) > 1 else "")
+    return "retriever", f"not in the context it read, but in the expected pages: {absent[0]!r}"
 
 
 def fix_list(rows: list[dict]) -> list[dict]:
