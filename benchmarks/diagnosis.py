@@ -16,7 +16,7 @@ The defects, each a small edit of the copy that knows nothing of the cases:
 
 Not expressible with the offline backends and the current interventions: a tool description or prompt that
 steers away from the right tool (the `rules` model picks tools by the roles in evals.toml and reads neither,
-and no tools intervention exists yet), and a noisy judge (the `lexical` judge is deterministic, and no judge
+so no offline backend is misled by one), and a noisy judge (the `lexical` judge is deterministic, and no judge
 intervention exists yet).
 
 Run from the repository root: `python benchmarks/diagnosis.py` (about a minute on two cores). Exit 0.
@@ -224,8 +224,8 @@ def main() -> int:
             for i, why in cases:
                 print(f"    {i}: {k}: {why}")
     print("\nNot expressible here: a tool description or prompt steering away from the right tool (the rules "
-          "model picks tools by the roles in evals.toml, reading no description or prompt, and no tools "
-          "intervention exists yet); a noisy judge (the lexical judge is deterministic, and no judge "
+          "model picks tools by the roles in evals.toml, reading no description or prompt, so no offline "
+          "backend is misled by one); a noisy judge (the lexical judge is deterministic, and no judge "
           "intervention exists yet).")
     return 0
 
