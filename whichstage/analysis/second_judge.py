@@ -4,6 +4,7 @@ cases they split on. Pure: two reports in, a dict out; `lines` renders it."""
 from typing import Optional
 
 from whichstage.scoring import agreement as agree
+from whichstage.scoring.diagnosis import fix_list, second_opinion
 from whichstage.scoring.gating import passes, threshold_of
 
 
@@ -41,4 +42,11 @@ def beside(report: dict, second: Optional[dict]) -> dict:
 
     if second is None:
         raise RecordingError("--judge2: no recording of that judge for these models; record it with --live --judge2")
-    return {**report, "second_judge": compared(report, second)}
+    twins, judge = {r["id"]: r for r in second["rows"]}, second["key"]["judge"]
+    rows = []
+    for row in report["rows"]:
+        uncertain = second_opinion(row, twins.get(row["id"]), judge)
+        rows.append({**row, "diagnosis": uncertain} if uncertain else row)
+    summary = {**report["summary"], "fix_list": fix_list(rows)} if "summary" in report else None
+    return {**report, "rows": rows, **({"summary": summary} if summary else {}),
+            "second_judge": compared(report, second)}

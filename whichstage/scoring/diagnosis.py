@@ -11,11 +11,12 @@ saw and against the expected pages (row["answer_check"]); repeats, a failure tha
 from typing import Optional
 
 from whichstage.model.stages import BY_NAME
-from whichstage.scoring.gating import stage_results
+from whichstage.scoring.gating import passes, stage_results, threshold_of
 
 CAUSES = ("retriever", "tool choice", "generator or prompt", "docs gap", "judge", "flaky", "undetermined")
 FIX = {"retriever": "the retriever", "tool choice": "the tool descriptions or the prompt",
-       "generator or prompt": "the prompt or the model", "docs gap": "the docs", "judge": "the judge",
+       "generator or prompt": "the prompt or the model", "docs gap": "the docs",
+       "judge": "the judge (a second judge passes what it failed)",
        "flaky": "the run's randomness (repeat it, or pin the model's sampling)", "undetermined": "nothing proven"}
 
 
@@ -173,6 +174,20 @@ def lacks_cause(check: dict) -> tuple[str, str]:
         return "docs gap", f"in no expected page: {nowhere[0]!r}" + (f" and {len(nowhere) - 1} more"
                                                                      if len(nowhere) > 1 else "")
     return "retriever", f"not in the context it read, but in the expected pages: {absent[0]!r}"
+
+
+def second_opinion(row: dict, twin: Optional[dict], judge: str) -> Optional[dict]:
+    """A failing judged verdict the second judge (`twin`, its row of the same trace) passes: the judge is
+    uncertain, not the agent proven at fault; None where the second judge agrees or did not judge it."""
+    first = row.get("first_failure")
+    verdict = ((twin or {}).get("judged") or {}).get(first or "")
+    if not row.get("diagnosis") or not answer_stage(first) or verdict is None:
+        return None
+    if not passes(verdict.get("score"), threshold_of(row, first or "")):
+        return None
+    return {"cause": "judge", "deviation": row["diagnosis"].get("deviation"),
+            "evidence": {"intervention": "second judge", "outcome": f"the second judge, {judge}, passes {first} "
+                                                                    f"({verdict['score']:.2f}): judge uncertain"}}
 
 
 def fix_list(rows: list[dict]) -> list[dict]:
