@@ -24,7 +24,7 @@ from whichstage.analysis import calibration as calibrate
 from whichstage.judging import metrics as judging
 from whichstage.providers import build as providers
 from whichstage.project.validate import load_calibration
-from whichstage.run.entries import Inputs, case_entries
+from whichstage.run.entries import Inputs, answer_check_entries, case_entries
 from whichstage.providers.names import model_of, provider_of
 from whichstage.offline.deepeval_prompts import UnknownRequest
 from whichstage.offline.lexical_judge import LexicalJudge, request_kind
@@ -59,14 +59,17 @@ def measured(compute, judge, fake) -> list[Call]:
 
 
 def run_entries(loaded) -> list[tuple[str, Callable]]:
-    """Every entry a run computes for the bundled recording's traces (entries.case_entries), named `run
-    <stage>` (or `run tools`, whose scores ask the judge nothing), with how it is computed."""
+    """Every entry a run computes for the bundled recording's traces (entries.case_entries, and the answer check
+    of a failing one, entries.answer_check_entries), named `run <stage>` (or `run tools`, whose scores ask the
+    judge nothing; `run lacks-in-context`), with how it is computed."""
     inputs = Inputs(loaded, "rules", "hash", OFFLINE_JUDGE)
     cases = {c["id"]: c for c in loaded.cases["cases"]}
     found = []
     for trace in recorded_calls()[0]:
         cid, at, variant = trace["name"].removeprefix("agent/").partition("@")
-        for name, (_, compute) in case_entries(inputs, cases[cid], trace, at + variant).items():
+        case = cases[cid]
+        checks = answer_check_entries(inputs, case, [case["reference"]], inputs.view(trace)["context"], at + variant)
+        for name, (_, compute) in {**case_entries(inputs, case, trace, at + variant), **checks}.items():
             kind, *_, stage = name.split("/")
             found.append((f"run {stage if kind == 'judge' else kind}", compute))
     return found
@@ -100,6 +103,10 @@ def test_the_requests_are_those_of_every_metric_a_run_gates_on(sent):
 def test_the_requests_are_those_of_every_metric_calibration_judges(sent):
     asked = {key.split(":")[0] for key in sent}
     assert {f"calibration {m}" for m in judging.calibrated_metrics(CRITERIA)} <= asked
+
+
+def test_the_requests_are_those_of_the_answer_check_too(sent):
+    assert {"run lacks-in-context", "run lacks-in-pages"} <= {key.split(":")[0] for key in sent}
 
 
 def test_a_criterion_asks_for_its_evaluation_steps_then_its_score(sent):

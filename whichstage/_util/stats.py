@@ -7,6 +7,7 @@ from typing import Optional
 # The 97.5% normal quantile, exactly, as scipy and statsmodels use it: the rounded 1.96 puts 8/9's lower bound
 # at 56.4994% where the 95% interval's is 56.5000%, and the report would print 56% for 57%.
 Z95 = NormalDist().inv_cdf(0.975)
+ALPHA = 0.05  # the level at which the exact McNemar test calls a paired difference significant
 
 
 def wilson_interval(passed: int, total: int, z: float = Z95) -> tuple[float, float]:

@@ -5,9 +5,8 @@ from typing import Optional
 from whichstage.model.report import ERROR
 from whichstage.render.row_view import failure_reason
 from whichstage.scoring.gating import stage_order, stage_results
-from whichstage._util.stats import mcnemar_exact, rate, rate_text
+from whichstage._util.stats import ALPHA, mcnemar_exact, rate, rate_text
 
-ALPHA = 0.05
 NOISE = "not distinguishable from noise at 5%"
 
 

@@ -12,9 +12,8 @@ from typing import Mapping, Optional
 from whichstage.model.stages import OVERALL, TOLERANCE
 from whichstage.scoring.gating import stage_order, stage_results
 from whichstage.render.row_view import stage_reason
-from whichstage._util.stats import mcnemar_exact, rate
+from whichstage._util.stats import ALPHA, mcnemar_exact, rate
 
-ALPHA = 0.05  # the paired test's level, as compare.py's
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ cause of, most cases first, then the cases no intervention explained; and a case
 markdown (and so the terminal), the HTML page and `--show` word them here."""
 from typing import Optional
 
-from whichstage.scoring.diagnosis import FIX
+from whichstage.scoring.diagnosis import CAUSES
 
 SHOWN = 8  # the case ids a line lists before "and N more"
 
@@ -19,7 +19,7 @@ def fix_line(item: dict) -> str:
     count = f"{n} case{'' if n == 1 else 's'}"
     if item["cause"] == "undetermined":
         return f"undetermined (no intervention proved a cause): {count}: {ids(item['cases'])}"
-    return f"{FIX[item['cause']]} ({item['cause']}): {count}: {ids(item['cases'])}"
+    return f"{CAUSES[item['cause']]} ({item['cause']}): {count}: {ids(item['cases'])}"
 
 
 def diagnosis_line(diagnosis: Optional[dict]) -> str:

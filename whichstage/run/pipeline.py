@@ -219,8 +219,7 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], in
     if plan:  # what the dry run noted, estimated from the recording's own measured entries
         planned = plans.text(cassette.planned + plans.answer_checks_again(cassette.planned, recorded), recorded,
                              model, embedder, judge, batch,
-                             plans.possible_counterfactuals(cassette.planned, recorded, inputs), requests,
-                             plans.possible_answer_checks(cassette.planned, recorded, inputs))
+                             plans.unforeseen_interventions(cassette.planned, recorded, inputs), requests)
     del cassette  # the report needs none of its entries' text: free it before summarising and writing
     return of_split(every, split), planned, errored
 

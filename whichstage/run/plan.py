@@ -160,9 +160,10 @@ def version_of(name: str) -> Optional[str]:
 
 
 def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model: str, embedder: str, judge: str,
-         batch: bool = False, unknown_counterfactuals: int = 0, requests: Optional[dict[str, dict]] = None,
-         unknown_checks: int = 0) -> str:
-    """The plan as lines: per kind, the calls by reason; tokens and cost, and how each was estimated."""
+         batch: bool = False, unforeseen: Optional[dict[str, int]] = None,
+         requests: Optional[dict[str, dict]] = None) -> str:
+    """The plan as lines: per kind, the calls by reason; tokens and cost, and how each was estimated;
+    `unforeseen`, the interventions new traces may call for (unforeseen_interventions)."""
     from whichstage.providers import build as providers
 
     if not planned:
@@ -181,12 +182,8 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
             reasons = "; ".join(f"{why}: {n}" for why, n in by_kind[kind].most_common())
             free = f" ({FREE[kind]})" if kind in FREE else ""
             lines.append(f"  {kind}: {sum(by_kind[kind].values())} ({reasons}){free}")
-    if unknown_counterfactuals:
-        lines.append(f"  counterfactual runs: at most {unknown_counterfactuals} more, one for each new trace that "
-                     "fails at retrieval (known only once the traces exist; not in the estimate)")
-    if unknown_checks:
-        lines.append(f"  answer checks: at most {unknown_checks} more (one facts request each), two for each new trace "
-                     "that fails at an answer stage (known only once its verdicts exist; not in the estimate)")
+    lines += [f"  {kind}: at most {n} more, {UNFORESEEN[kind]} (known only once the traces exist; not in the "
+              "estimate)" for kind, n in (unforeseen or {}).items() if n]
     runs = sum(by_kind[k].total() for k in ("agent runs", "counterfactual runs", "repeats"))
     estimates = [("agent", model, runs, seen.get("agent"), RULE["agent"])]
     estimates += [(f"judge {m}", judge, n, seen.get(f"judge:{m}"), RULE["judge"]) for m, n in sorted(metrics.items())]
@@ -221,6 +218,23 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
     return "\n".join(lines)
 
 
+UNFORESEEN = {"counterfactual runs": "one for each new trace that fails at retrieval",
+              "runs with the expected calls": "one for each new trace that fails at tools",
+              "answer checks": "one facts request each, two for each new trace that fails at an answer stage"}
+
+
+def unforeseen_interventions(planned: list[tuple[str, list[str]]], recorded: dict[str, dict],
+                             inputs) -> dict[str, int]:
+    """The interventions new traces (none recorded) may call for, by kind (UNFORESEEN): the plan's stand-in
+    verdicts all pass, so it cannot tell which will fail."""
+    by_id = {c["id"]: c for c in inputs.cases["cases"]}
+    new = [by_id[case_of(e)] for e, _ in planned if kind_of(e) == "agent runs" and e not in recorded
+           and case_of(e) in by_id]
+    return {"counterfactual runs": sum(bool(c["expected_docs"]) for c in new) if inputs.counterfactual else 0,
+            "runs with the expected calls": sum(bool(c["expected_tools"]) for c in new),
+            "answer checks": sum(1 + bool(c["expected_docs"]) for c in new if c["expected_behavior"] == "answer")}
+
+
 def answer_checks_again(planned: list[tuple[str, list[str]]], recorded: dict[str, dict]) -> list[tuple[str, list[str]]]:
     """The recorded answer checks of the cases the plan calls again: a case whose verdicts change may fail at an
     answer stage again and ask its check again (what it reads may have changed), which the plan's stand-in
@@ -229,21 +243,3 @@ def answer_checks_again(planned: list[tuple[str, list[str]]], recorded: dict[str
     listed = {entry for entry, _ in planned}
     return [(name, ["its case is called again"]) for name in recorded
             if "/lacks-in-" in name and case_of(name) in cases and name not in listed]
-
-
-def possible_answer_checks(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], inputs) -> int:
-    """The answer checks new traces may ask for, which the plan cannot foresee: one in the context, and one in
-    the expected pages for a case that names some, for each new trace of a case that expects an answer."""
-    by_id = {c["id"]: c for c in inputs.cases["cases"]}
-    new = [case_of(e) for e, _ in planned if kind_of(e) == "agent runs" and e not in recorded]
-    return sum(1 + bool(by_id[cid]["expected_docs"]) for cid in new
-               if cid in by_id and by_id[cid]["expected_behavior"] == "answer")
-
-
-def possible_counterfactuals(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], inputs) -> int:
-    """New traces (none recorded, stale or not) of cases with expected pages, whose counterfactual runs the
-    plan cannot foresee: only those failing at retrieval will run one, if the factory takes given_pages."""
-    if not inputs.counterfactual:
-        return 0
-    with_pages = {c["id"] for c in inputs.cases["cases"] if c["expected_docs"]}
-    return sum(kind_of(e) == "agent runs" and e not in recorded and case_of(e) in with_pages for e, _ in planned)

@@ -85,7 +85,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         else:
             again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
             row["counterfactual"] = counterfactual(again)
-            row["also_spent"] = added(spent(again), *([again["also_spent"]] if again.get("also_spent") else []))
+            also_spent(row, again)
     if row["first_failure"] == "tools":  # not recorded yet is no stale replay: an expected tool edited is free
         calls, why = expected_calls(inputs, case, row)
         if calls is None:
@@ -98,8 +98,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "answer": again["answer"], **({"answer_check": again["answer_check"]} if "answer_check" in again
                                               else {})}
             if again["answer"] is not None:
-                row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent(again),
-                                          *([again["also_spent"]] if again.get("also_spent") else []))
+                also_spent(row, again)
     attach_answer_check(row, inputs, case, cassette, view["context"], entry)
     row["diagnosis"] = diagnose(row)
     return row
@@ -117,7 +116,13 @@ def attach_answer_check(row: dict, inputs: Inputs, case: dict, cassette: Cassett
     row["answer_check"] = answer_check(answer_lacks(row), found)
     paid = {name: value for name, value in found.items() if value}
     if paid:
-        row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), spent({"judged": paid}))
+        also_spent(row, {"judged": paid})
+
+
+def also_spent(row: dict, run: dict) -> None:
+    """Add what an intervention's run (or an answer check's verdicts, as {"judged": ...}) spent to the row's."""
+    found = [spent(run), *([run["also_spent"]] if run.get("also_spent") else [])]
+    row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), *found)
 
 
 def expected_calls(inputs: Inputs, case: dict, row: dict) -> tuple[Optional[list[dict]], str]:

@@ -76,8 +76,10 @@ class Recorded:
 
 
 def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) -> Recorded:
-    """Compute every missing entry with at most `live.concurrency` calls at once. A case failing at retrieval
-    then runs again with `live.counterfactual_agent`, so only failing cases pay for that run. With `repeats`,
+    """Compute every missing entry with at most `live.concurrency` calls at once. A failing case then pays for
+    its intervention (scoring/diagnosis.py): failing at retrieval it runs again with `live.counterfactual_agent`,
+    at tools with its expected calls made, at an answer stage (or its intervention's run there) its answer
+    check. With `repeats`,
     every case runs that many times, each run judged. With `live.batch(jobs)`, the judged metrics wait until
     the agents are done and are measured together (whichstage/run/batch.py: [(name, measure)] -> name -> value or
     exception), then any counterfactual runs they call for, and so on."""
@@ -110,39 +112,35 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         row = case_row(inputs, case, cassette, errors.get(cid))
         first = row["first_failure"]
         if first == "retrieval" and live.counterfactual_agent and cid not in second:
-            with lock:
-                second.add(cid)
-                left[cid] += 1
-            pool.submit(lambda: agent_step(case, EXPECTED_PAGES))
+            if submit(case, second, [partial(agent_step, case, EXPECTED_PAGES)]):
+                return
+        calls = expected_calls(inputs, case, row)[0] if first == "tools" and cid not in made else None
+        if calls is not None and submit(case, made, [partial(agent_step, case, EXPECTED_CALLS, calls)]):
             return
-        if first == "tools" and cid not in made:
-            calls, _ = expected_calls(inputs, case, row)
-            if calls is not None:
-                with lock:
-                    made.add(cid)
-                    left[cid] += 1
-                pool.submit(partial(agent_step, case, EXPECTED_CALLS, calls))
-                return
-        if (cid in second or cid in made) and cid not in checked:  # an intervention's run that then failed
-            needed = intervention_checks(inputs, case, cassette, row)
-            if needed:
-                with lock:
-                    checked.add(cid)
-                    left[cid] += len(needed)
-                for name, (deps_of, compute) in needed.items():
-                    pool.submit(partial(judge_step, case, name, deps_of, compute))
-                return
-        if answer_stage(first) and cid not in checked:
-            trace = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[0]
-            needed = answer_checks(inputs, case, row, inputs.view(trace)["context"])
-            if needed:
-                with lock:
-                    checked.add(cid)
-                    left[cid] += len(needed)
-                for name, (deps_of, compute) in needed.items():
-                    pool.submit(partial(judge_step, case, name, deps_of, compute))
+        if cid not in checked:  # the answer check of the case's own run, or of an intervention's run that failed
+            needed = intervention_checks(inputs, case, cassette, row) if cid in second or cid in made \
+                else own_answer_checks(case, row)
+            if submit(case, checked, [partial(judge_step, case, n, d, c) for n, (d, c) in needed.items()]):
                 return
         progress.advance(first)
+
+    def submit(case: dict, marks: set[str], tasks: list[Callable[[], None]]) -> bool:
+        """Mark the case in `marks`, count `tasks` among its entries left and hand them to the pool; False
+        when there are none."""
+        if not tasks:
+            return False
+        with lock:
+            marks.add(case["id"])
+            left[case["id"]] += len(tasks)
+        for task in tasks:
+            pool.submit(task)
+        return True
+
+    def own_answer_checks(case: dict, row: dict) -> dict:
+        if not answer_stage(row["first_failure"]):
+            return {}
+        trace = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[0]
+        return answer_checks(inputs, case, row, inputs.view(trace)["context"])
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
         if live.batch is not None and name.startswith("judge/") and not cassette.has(name):

@@ -13,11 +13,11 @@ from typing import Optional
 from whichstage.model.stages import BY_NAME
 from whichstage.scoring.gating import passes, stage_results, threshold_of
 
-CAUSES = ("retriever", "tool choice", "generator or prompt", "docs gap", "judge", "flaky", "undetermined")
-FIX = {"retriever": "the retriever", "tool choice": "the tool descriptions or the prompt",
-       "generator or prompt": "the prompt or the model", "docs gap": "the docs",
-       "judge": "the judge (a second judge passes what it failed)",
-       "flaky": "the run's randomness (repeat it, or pin the model's sampling)", "undetermined": "nothing proven"}
+# The causes a diagnosis can name, each with what to fix; the fix list breaks a tie between two in this order.
+CAUSES = {"retriever": "the retriever", "tool choice": "the tool descriptions or the prompt",
+          "generator or prompt": "the prompt or the model", "docs gap": "the docs",
+          "judge": "the judge (a second judge passes what it failed)",
+          "flaky": "the run's randomness (repeat it, or pin the model's sampling)", "undetermined": "nothing proven"}
 
 
 def answer_lacks(row: dict) -> list[str]:
@@ -197,7 +197,8 @@ def fix_list(rows: list[dict]) -> list[dict]:
         found = row.get("diagnosis")
         if found:
             by_cause.setdefault(found["cause"], []).append(row["id"])
-    ordered = sorted((c for c in by_cause if c != "undetermined"), key=lambda c: (-len(by_cause[c]), CAUSES.index(c)))
+    order = list(CAUSES)
+    ordered = sorted((c for c in by_cause if c != "undetermined"), key=lambda c: (-len(by_cause[c]), order.index(c)))
     if "undetermined" in by_cause:
         ordered.append("undetermined")
-    return [{"cause": c, "fix": FIX[c], "cases": by_cause[c]} for c in ordered]
+    return [{"cause": c, "fix": CAUSES[c], "cases": by_cause[c]} for c in ordered]
