@@ -307,7 +307,8 @@ def test_a_request_asked_twice_at_once_is_sent_once_and_both_get_its_answer():
 @pytest.mark.parametrize("entry, run", [("agent/backup", ""), ("agent/backup@expected-pages", ""),
                                         ("agent/backup#2", "#2"), ("judge/backup#3/faithfulness", "#3"),
                                         ("ladder/backup/vector", ""), ("abstain-fabricated/0", ""),
-                                        ("abstain-fabricated/2", "#3")])
+                                        ("abstain-fabricated/2", "#3"), ("judge/backup/facts#again", "#again"),
+                                        ("judge/backup#2/facts#again", "#2#again")])
 def test_requests_are_keyed_apart_by_the_run_an_entry_repeats(entry, run):
     from whichstage.recording.requests import repeat_of
 

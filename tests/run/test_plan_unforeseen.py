@@ -9,10 +9,18 @@ CASES = [{"id": "a", "expected_docs": ["p"], "expected_tools": ["search"], "expe
 
 
 def test_each_new_trace_may_call_for_the_intervention_of_each_stage_its_case_has():
-    inputs = SimpleNamespace(cases={"cases": CASES}, counterfactual=True)
+    inputs = SimpleNamespace(cases={"cases": CASES}, counterfactual=True, unreliable=frozenset(),
+                             project=SimpleNamespace(recheck_within=0.1))
     planned = [(f"agent/{c['id']}", ["not recorded"]) for c in CASES] + [("agent/old", ["question changed"])]
     assert unforeseen_interventions(planned, {"agent/old": {}}, inputs) == \
-        {"counterfactual runs": 1, "runs with the expected calls": 2, "answer checks": 3}
+        {"counterfactual runs": 1, "runs with the expected calls": 2, "answer checks": 3, "verdicts judged again": 3}
+
+
+def test_no_verdict_is_judged_again_when_nothing_can_be_in_doubt():
+    inputs = SimpleNamespace(cases={"cases": CASES}, counterfactual=True, unreliable=frozenset(),
+                             project=SimpleNamespace(recheck_within=0))
+    planned = [(f"agent/{c['id']}", ["not recorded"]) for c in CASES]
+    assert unforeseen_interventions(planned, {}, inputs)["verdicts judged again"] == 0
 
 
 def test_the_plan_names_the_runs_with_the_expected_calls_it_cannot_foresee():

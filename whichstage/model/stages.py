@@ -5,6 +5,7 @@ from typing import Literal, Optional
 
 THRESHOLD = 0.7  # a judged verdict's default threshold (evals.toml `threshold`)
 TOLERANCE = 0.1  # how far the baseline gate lets a judged stage's pass rate drop (evals.toml `tolerance`)
+RECHECK_WITHIN = 0.1  # a failing verdict this near its threshold is judged again (evals.toml `recheck_within`)
 OVERALL = "overall"  # the gate's name for the share of cases passing every stage
 
 

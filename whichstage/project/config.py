@@ -15,11 +15,11 @@ from whichstage._util import jsontext as json_text
 from whichstage.project.criteria import score_threshold
 from whichstage.model.errors import InputError
 from whichstage.project.paths import CONFIG, fail, files_of, inside, outside
-from whichstage.model.stages import IN_CODE, OVERALL, SCALED, STAGES, THRESHOLD, TOLERANCE
+from whichstage.model.stages import IN_CODE, OVERALL, RECHECK_WITHIN, SCALED, STAGES, THRESHOLD, TOLERANCE
 
 ROLES = ("retriever", "lookup", "action")
 TOP_KEYS = ("agent", "cases", "calibration", "k", "pages", "sources", "rank", "tools", "criteria", "checks",
-            "threshold", "thresholds", "tolerance", "tolerances")
+            "threshold", "thresholds", "tolerance", "tolerances", "recheck_within")
 TOOL_KEYS = {"retriever": ("role", "ids", "page", "page_pattern"), "lookup": ("role", "records", "key"),
              "action": ("role",)}
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
@@ -60,6 +60,7 @@ class Project:
     thresholds: dict[str, float] = field(default_factory=dict)  # a judged stage's own, from [thresholds]
     tolerance: float = TOLERANCE  # the baseline gate: how far a judged stage's pass rate may drop
     tolerances: dict[str, float] = field(default_factory=dict)  # a stage's own, from [tolerances]
+    recheck_within: float = RECHECK_WITHIN  # a failing judged verdict this near its threshold is judged again
 
     @property
     def config(self) -> Path:
@@ -198,6 +199,8 @@ def load(folder: Path) -> Project:
         project.tolerance = share_of(config["tolerance"], "tolerance")
     if "tolerances" in config:
         project.tolerances = stage_tolerances(config["tolerances"], [c.name for c in project.criteria])
+    if "recheck_within" in config:
+        project.recheck_within = distance(config["recheck_within"], "recheck_within")
     return project
 
 
@@ -206,6 +209,15 @@ def share_of(value: Any, key: str) -> float:
     expect(value, (int, float), key, "a number from 0 to 1")
     if not 0 <= value <= 1:
         raise fail(key, f"{value!r} is not from 0 to 1 (a share of the cases: 0.1 lets a pass rate drop 10 points)")
+    return float(value)
+
+
+def distance(value: Any, key: str) -> float:
+    """A distance between scores: a number from 0 to 1 (0 turns what it bounds off)."""
+    expect(value, (int, float), key, "a number from 0 to 1")
+    if not 0 <= value <= 1:
+        raise fail(key, f"{value!r} is not from 0 to 1 (a distance between scores: 0.1 rechecks a verdict within "
+                        f"0.1 of its threshold, 0 none)")
     return float(value)
 
 

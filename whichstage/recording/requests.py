@@ -24,18 +24,21 @@ def kind_of(entry: str, path: str) -> str:
 
 
 PIPELINE_KINDS = ("agent", "tools", "judge", "ladder", "index")
+AGAIN = "#again"  # a verdict judged again (`judge/<case>/<stage>#again`): the same request, asked anew
 
 
 def repeat_of(entry: str) -> str:
     """The run number of an entry repeated on purpose ('#2'; '' for the first run), which keys its requests
     apart, so a repeat is never served a sibling's answer: a case's run under --repeats (`agent/<case>#2`,
-    `judge/<case>#2/<metric>`), a calibration score's (`<case>/<i>`, the i-th from 0)."""
+    `judge/<case>#2/<metric>`), a verdict judged again (`judge/<case>/<stage>#again`), a calibration score's
+    (`<case>/<i>`, the i-th from 0)."""
     kind, _, rest = entry.partition("/")
     if kind not in PIPELINE_KINDS:
         number = entry.rsplit("/", 1)[-1]
         return f"#{int(number) + 1}" if number.isdigit() and number != "0" else ""
     case = rest.split("/")[0]
-    return "#" + case.rsplit("#", 1)[1] if "#" in case else ""
+    again = AGAIN if rest.endswith(AGAIN) else ""
+    return ("#" + case.rsplit("#", 1)[1] if "#" in case else "") + again
 
 
 def well_formed(item: Any) -> bool:

@@ -136,6 +136,8 @@ def intervention_lines(row: dict) -> list[str]:
     """The diagnosis and what its intervention saw: the answer with the expected pages, what the answer lacks
     and where the check found it."""
     lines = [f"diagnosis: {fix_list.diagnosis_line(row['diagnosis'])}"] if row.get("diagnosis") else []
+    if fix_list.recheck_line(row):
+        lines.append(fix_list.recheck_line(row))
     answer = (row.get("counterfactual") or {}).get("answer")
     if answer is not None:
         lines += ["answer with the expected pages:", *wrapped(answer)]

@@ -32,6 +32,19 @@ def diagnosis_line(diagnosis: Optional[dict]) -> str:
             + (f"; first deviation: {step['why']}" if step else ""))
 
 
+def recheck_line(row: dict) -> str:
+    """'judged again: faithfulness fails again (0.64; first 0.66, within 0.1 of its threshold 0.7)'; '' for a row
+    with no verdict in doubt, 'not recorded: run --live' for one whose recheck is not recorded yet."""
+    if "judge_recheck" not in row:
+        return ""
+    check = row["judge_recheck"]
+    if check is None:
+        return "judged again: not recorded yet: run --live to record it"
+    held = "passes" if check["flipped"] else "fails again"
+    again = "-" if check["again"] is None else f"{check['again']:.2f}"
+    return f"judged again: {check['stage']} {held} ({again}; first {check['score']:.2f}, {check['why']})"
+
+
 def markdown_lines(report: dict) -> list[str]:
     """The report's opening section, in markdown; nothing when no case failed."""
     items = (report.get("summary") or {}).get("fix_list") or []

@@ -159,6 +159,8 @@ def _why(r: dict, view: RowView) -> str:
     if r.get("diagnosis"):
         line = fix_list.diagnosis_line(r["diagnosis"])
         why += f'<p class="diagnosis"><strong>Diagnosis:</strong> {escaped(line)}</p>'
+    if fix_list.recheck_line(r):
+        why += f'<p class="recheck">{escaped(fix_list.recheck_line(r))}</p>'
     return why
 
 

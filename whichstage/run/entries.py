@@ -36,6 +36,7 @@ from whichstage._util.hashing import sha
 from whichstage.judging.metrics import OWN_METRICS, READS, Measure, judged_metrics, stage_of
 from whichstage.providers.backend_versions import code_version
 from whichstage.providers.names import OFFLINE
+from whichstage.recording.requests import AGAIN
 
 
 class Inputs:
@@ -58,8 +59,24 @@ class Inputs:
         self.searched = {"pages": sha(self.pages)}
         self.judged = judge_identity(judge)
         self.planted = {p["id"] for p in self.pages if p.get("planted")}
+        self._calibration: Optional[dict] = None
         self.counterfactual = "given_pages" in wanted
         self.parameters = loaded.described.parameters()
+
+    @property
+    def calibration(self) -> dict:
+        """Whether the judge is calibrated for the project, read once (whichstage/run/calibration_status.py)."""
+        if self._calibration is None:
+            from whichstage.run.calibration_status import status
+
+            self._calibration = status(self.project.folder, self.judge)
+        return self._calibration
+
+    @property
+    def unreliable(self) -> frozenset[str]:
+        """The stages whose metric the judge's calibration report does not pass (none without a usable report)."""
+        metrics = self.calibration.get("metrics") or {}
+        return frozenset(stage_of(m) for m, found in metrics.items() if not found["calibrated"])
 
     def index(self, cassette) -> None:
         """Keep each page's hash in the recording (Cassette.index), so that an entry stale because the pages
@@ -221,6 +238,14 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
         needed.update(criteria.entries(inputs.project.criteria, cid, inputs.judged, hashes, question, trace["answer"],
                                        case["reference"], context))
     return needed
+
+
+def recheck_entry(case: dict, needed: dict[str, tuple[Callable, Callable]],
+                  stage: str) -> dict[str, tuple[Callable, Callable]]:
+    """The verdict of `stage` judged again, `judge/<case>/<stage>#again`: the same measurement as the case's own
+    entry (in `needed`, case_entries), asked anew (its requests keyed apart, requests.repeat_of)."""
+    deps_of, compute = needed[f"judge/{case['id']}/{stage}"]
+    return {f"judge/{case['id']}/{stage}{AGAIN}": (lambda value: {**deps_of(value), "judged": "again"}, compute)}
 
 
 CHECKED_IN = ("context", "pages")  # where the answer check looks: the context the agent read, the expected pages

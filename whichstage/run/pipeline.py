@@ -84,9 +84,7 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
             rows[-1]["also_spent"] = added(*earlier, *map(spent, again))
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
-    from whichstage.run.calibration_status import status
-
-    every = {"key": recording_key(inputs), "rows": rows, "calibration": status(inputs.project.folder, inputs.judge),
+    every = {"key": recording_key(inputs), "rows": rows, "calibration": inputs.calibration,
              "threshold": inputs.project.threshold, "thresholds": inputs.project.thresholds}
     return every if split is None else of_split(every, split)
 

@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any, Callable, Optional
 
 from whichstage.recording.format import entry_count
+from whichstage.recording.requests import AGAIN
 from whichstage.providers.names import model_of, provider_of
 from whichstage.project.selection import case_of
 
@@ -220,7 +221,9 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
 
 UNFORESEEN = {"counterfactual runs": "one for each new trace that fails at retrieval",
               "runs with the expected calls": "one for each new trace that fails at tools",
-              "answer checks": "one facts request each, two for each new trace that fails at an answer stage"}
+              "answer checks": "one facts request each, two for each new trace that fails at an answer stage",
+              "verdicts judged again": "one for each new trace whose failing verdict is in doubt (near its threshold, "
+                                       "or of a metric the calibration does not pass)"}
 
 
 def unforeseen_interventions(planned: list[tuple[str, list[str]]], recorded: dict[str, dict],
@@ -232,14 +235,15 @@ def unforeseen_interventions(planned: list[tuple[str, list[str]]], recorded: dic
            and case_of(e) in by_id]
     return {"counterfactual runs": sum(bool(c["expected_docs"]) for c in new) if inputs.counterfactual else 0,
             "runs with the expected calls": sum(bool(c["expected_tools"]) for c in new),
-            "answer checks": sum(1 + bool(c["expected_docs"]) for c in new if c["expected_behavior"] == "answer")}
+            "answer checks": sum(1 + bool(c["expected_docs"]) for c in new if c["expected_behavior"] == "answer"),
+            "verdicts judged again": len(new) if inputs.project.recheck_within or inputs.unreliable else 0}
 
 
 def answer_checks_again(planned: list[tuple[str, list[str]]], recorded: dict[str, dict]) -> list[tuple[str, list[str]]]:
-    """The recorded answer checks of the cases the plan calls again: a case whose verdicts change may fail at an
-    answer stage again and ask its check again (what it reads may have changed), which the plan's stand-in
-    verdicts, all passing, cannot foresee; so each counts in the bound."""
+    """The recorded answer checks and verdicts judged again of the cases the plan calls again: a case whose
+    verdicts change may fail at an answer stage again and ask its check again (what it reads may have changed),
+    which the plan's stand-in verdicts, all passing, cannot foresee; so each counts in the bound."""
     cases = {case_of(entry) for entry, _ in planned}
     listed = {entry for entry, _ in planned}
     return [(name, ["its case is called again"]) for name in recorded
-            if "/lacks-in-" in name and case_of(name) in cases and name not in listed]
+            if ("/lacks-in-" in name or name.endswith(AGAIN)) and case_of(name) in cases and name not in listed]

@@ -7,8 +7,9 @@ from whichstage.recording.store import ABSENT, Cassette
 from whichstage.project import checks as own_checks, criteria
 from whichstage.run import ladder
 from whichstage.run.entries import (EXPECTED_CALLS, EXPECTED_PAGES, Inputs, agent_entry, answer_check_entries,
-                                    case_entries, free, rescored, variant_label)
+                                    case_entries, free, recheck_entry, rescored, variant_label)
 from whichstage.scoring.diagnosis import answer_lacks, answer_stage, calls_to_make, diagnose
+from whichstage.scoring import recheck
 from whichstage.judging.metrics import stage_of
 from whichstage.scoring.behaviour import behaviour_verdict
 from whichstage.scoring.retrieval import case_retrieval
@@ -100,8 +101,30 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
             if again["answer"] is not None:
                 also_spent(row, again)
     attach_answer_check(row, inputs, case, cassette, view["context"], entry)
+    attach_recheck(row, inputs, case, cassette, needed, entry)
     row["diagnosis"] = diagnose(row)
     return row
+
+
+def attach_recheck(row: dict, inputs: Inputs, case: dict, cassette: Cassette,
+                   needed: dict[str, tuple[Callable, Callable]], entry: Callable) -> None:
+    """The failing verdict in doubt judged again (scoring/recheck.py), when the row has one; not recorded yet is no
+    stale replay, and in a live run one to record."""
+    doubt = recheck.in_doubt(row, inputs.project.recheck_within, inputs.unreliable)
+    if doubt is None:
+        return
+    (name, (deps_of, _)), = recheck_entry(case, needed, doubt["stage"]).items()
+    again = entry(name, deps_of) if cassette.live else recorded(cassette.lookup(name, deps_of)[0])
+    row["judge_recheck"] = recheck.outcome(doubt, again)
+    if again:
+        also_spent(row, {"judged": {name: again}})
+
+
+def rechecks(inputs: Inputs, case: dict, row: dict,
+             needed: dict[str, tuple[Callable, Callable]]) -> dict[str, tuple[Callable, Callable]]:
+    """The entry of the row's failing verdict in doubt judged again; none when no verdict is in doubt."""
+    doubt = recheck.in_doubt(row, inputs.project.recheck_within, inputs.unreliable)
+    return recheck_entry(case, needed, doubt["stage"]) if doubt else {}
 
 
 def attach_answer_check(row: dict, inputs: Inputs, case: dict, cassette: Cassette, context: list[str],

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Optional, Protocol, cast
 
+from whichstage.recording.requests import AGAIN
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.run.entries import EXPECTED_CALLS, EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from whichstage.run.ladder import Rankers
 from whichstage.calls.retries import CallFailed, timed, with_retries
 from whichstage.calls.pool import Pool
 from whichstage.calls.progress import write_line
-from whichstage.run.rows import answer_checks, case_row, expected_calls, intervention_checks
+from whichstage.run.rows import answer_checks, case_row, expected_calls, intervention_checks, rechecks
 from whichstage.scoring.diagnosis import answer_stage
 from whichstage.agent.reading import Unreadable
 
@@ -137,13 +138,19 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         return True
 
     def own_answer_checks(case: dict, row: dict) -> dict:
-        if not answer_stage(row["first_failure"]):
+        """The answer check and the recheck of the verdict in doubt the case's own run still needs."""
+        if not answer_stage(row["first_failure"]) and row["first_failure"] != "behaviour":
             return {}
         trace = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[0]
-        return answer_checks(inputs, case, row, inputs.view(trace)["context"])
+        view = inputs.view(trace)
+        needed = {**answer_checks(inputs, case, row, view["context"]),
+                  **rechecks(inputs, case, row, case_entries(inputs, case, trace, "", view))}
+        return {name: need for name, need in needed.items() if cassette.lookup(name, need[0])[0] is ABSENT}
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
-        if live.batch is not None and name.startswith("judge/") and not cassette.has(name):
+        # a verdict judged again is asked directly: a batch would serve it the first request's answer
+        if live.batch is not None and name.startswith("judge/") and not name.endswith(AGAIN) \
+                and not cassette.has(name):
             if cassette.lookup(name, deps_of)[0] is ABSENT:
                 with lock:
                     deferred.append((case, name, deps_of, compute))

@@ -5,18 +5,20 @@ a run's fix list, each component with the cases its intervention recovered. Pure
 The interventions, each recorded like any entry: tools, the agent with the case's expected calls made for it,
 then left to answer (row["tools_intervention"]); retrieval, the agent run again with the case's expected
 pages (row["counterfactual"]); the answer stages, what the answer lacks judged against the context the agent
-saw and against the expected pages (row["answer_check"]); repeats, a failure that does not reproduce
+saw and against the expected pages (row["answer_check"]); the judge, a failing verdict in doubt judged again
+(row["judge_recheck"], scoring/recheck.py); repeats, a failure that does not reproduce
 (row["repeats"]). A failure no intervention explains is "undetermined", saying why.
 """
 from typing import Optional
 
 from whichstage.model.stages import BY_NAME
 from whichstage.scoring.gating import passes, stage_results, threshold_of
+from whichstage.scoring.recheck import judge_cause
 
 # The causes a diagnosis can name, each with what to fix; the fix list breaks a tie between two in this order.
 CAUSES = {"retriever": "the retriever", "tool choice": "the tool descriptions or the prompt",
           "generator or prompt": "the prompt or the model", "docs gap": "the docs",
-          "judge": "the judge (a second judge passes what it failed)",
+          "judge": "the judge (judged again, or by a second judge, it passes what it failed)",
           "flaky": "the run's randomness (repeat it, or pin the model's sampling)", "undetermined": "nothing proven"}
 
 
@@ -82,7 +84,8 @@ def diagnose(row: dict) -> Optional[dict]:
     first = row.get("first_failure")
     if first in (None, "error"):
         return None
-    found = flaky(row) or tools_cause(row, first) or retrieval_cause(row, first) or answer_cause(row, first) or \
+    found = flaky(row) or judge_cause(row) or tools_cause(row, first) or retrieval_cause(row, first) or \
+        answer_cause(row, first) or \
         ("undetermined", {"intervention": None, "outcome": f"no intervention isolates the {first} stage yet"})
     cause, evidence = found
     return {"cause": cause, "evidence": evidence, "deviation": deviation(row)}

@@ -96,9 +96,10 @@ class FakeModels:
         self._lock = threading.Lock()
         self._classes: dict[tuple[str, str, type], type] = {}
 
-    def on_call(self, when: Callable[[Call], bool], action: Callable[[Call], Optional[str]]) -> None:
+    def on_call(self, when: Callable[[Call], bool], action: Callable[[Call], Any]) -> None:
         """Before each call `when` holds for, run `action(call)`: it may raise (the call fails), return None (the
-        model answers) or, for a chat call, return the text to answer with instead."""
+        model answers) or return the answer instead: for a chat call a text, for a judge call the fields of the
+        schema it asks for."""
         self._rules.append((when, action))
 
     def fail(self, when: Callable[[Call], bool], error: BaseException) -> None:
@@ -110,6 +111,10 @@ class FakeModels:
     def reply(self, when: Callable[[Call], bool], text: str) -> None:
         """Answer each chat call `when` holds for with `text` (no tool calls) instead of the model."""
         self.on_call(when, lambda call: text)
+
+    def judge_reply(self, when: Callable[[Call], bool], fields: dict) -> None:
+        """Answer each judge call `when` holds for with `fields`, validated by the schema it asks for."""
+        self.on_call(when, lambda call: fields)
 
     def count(self, kind: Optional[str] = None, label: Optional[str] = None) -> int:
         """How many calls were answered, of this kind and label when given."""
@@ -152,16 +157,18 @@ class FakeModels:
             answer = fake._before(call)
             if answer is None:
                 value = real(model, *args, **kwargs)
-            elif kind == "chat":
+            elif kind == "chat" and isinstance(answer, str):
                 value = _chat_reply(answer)
+            elif kind == "judge" and isinstance(answer, dict) and call.schema is not None:
+                value = call.schema.model_validate(answer)
             else:
-                raise TypeError(f"only a chat call takes a reply, not {call}")
+                raise TypeError(f"a chat call takes a text, a judge call its schema's fields: not {answer!r}")
             with fake._lock:
                 fake.calls.append(call)
             return value
         return method
 
-    def _before(self, call: Call) -> Optional[str]:
+    def _before(self, call: Call) -> Any:
         answer = None
         for when, action in list(self._rules):
             if when(call):
