@@ -1,6 +1,7 @@
 """Fake models for tests, as inspect_ai's mockllm: every model the harness builds by name (the offline backends
 `rules`, `hash`, `lexical` in the tests) still answers, and a test can count its calls by kind and label, fail
-chosen calls, or answer chosen chat calls with a text of its own. Nothing inside the harness is patched: the
+chosen calls, or answer chosen chat calls with a text of its own and chosen judge calls with the fields of
+the schema they ask for (`judge_reply`). Nothing inside the harness is patched: the
 models are wrapped where whichstage/providers/build.py builds them (its MODEL_HOOKS).
 
     def test_a_judge_outage_makes_the_run_incomplete(fake_models, live_project):
