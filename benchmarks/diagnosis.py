@@ -12,12 +12,18 @@ The defects, each a small edit of the copy that knows nothing of the cases:
   keeps its id and title with the text "(blank)" (and loses its planted sentences, which must be in its
   text); a markdown page keeps its first heading alone;
 - generator or prompt: the agent's final answer loses its last sentence (the factory wrapped; an answer of
-  one sentence is left as it is, so the defect is a shorter answer, never none).
+  one sentence is left as it is, so the defect is a shorter answer, never none);
+- judge: a noisy judge, planted through whichstage.testing's fake models around the `lexical` judge (which is
+  deterministic, so no offline backend is noisy): each facts request, every time it is asked, is answered
+  "not covered" for every fact with probability NOISE (decided by a hash of the prompt and how many times it
+  was asked), else as the lexical judge answers it. A verdict in doubt is judged once again, so a noisy
+  failure is caught with probability 1 - NOISE at best, and only where the verdict is in doubt (facts scores
+  1 or 0, so only where the calibration report does not pass facts: the docs assistant's, not the
+  inverter's, whose facts metric is calibrated).
 
-Not expressible with the offline backends and the current interventions: a tool description or prompt that
-steers away from the right tool (the `rules` model picks tools by the roles in evals.toml and reads neither,
-so no offline backend is misled by one), and a noisy judge (the `lexical` judge is deterministic, and no judge
-intervention exists yet).
+Not expressible with the offline backends: a tool description or prompt that steers away from the right tool
+(the `rules` model picks tools by the roles in evals.toml and reads neither, so no offline backend is misled
+by one).
 
 Run from the repository root: `python benchmarks/diagnosis.py` (about a minute on two cores). Exit 0.
 """
@@ -93,6 +99,9 @@ class Project:
                         shutil.copy(src, into / src.name)
         else:
             shutil.copytree(self.source, into, ignore=skip)
+        (into / "runs").mkdir()
+        for report in (self.source / "runs").glob("calibration+*.json"):  # it decides which verdicts are in doubt
+            shutil.copy(report, into / "runs" / report.name)
 
     def cases(self) -> list[dict]:
         return json.loads((self.source / "cases.json").read_text(encoding="utf-8"))["cases"]
@@ -143,10 +152,39 @@ PROJECTS = [
 ]
 
 
-def record(copy: Path) -> dict[str, dict]:
-    """The copy recorded offline, every split: its rows by case id."""
-    done = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "--project", str(copy), "--live", "--quiet",
-                           "--split", "all"], env={**os.environ, **OFFLINE}, capture_output=True, text=True)
+NOISE = 30  # percent of the noisy judge's facts requests answered "not covered"
+
+# evaluate.py's run with the noisy judge: the lexical judge wrapped by the fake models, no harness code changed.
+NOISY = f'''
+import hashlib, sys, threading
+from whichstage.cli import run
+from whichstage.offline.lexical_judge import HANDLERS, request_kind
+from whichstage.testing import fakes
+
+asked, lock = {{}}, threading.Lock()
+
+def noisy(call):
+    if call.kind != "judge" or call.label != "facts/Verdicts":
+        return False
+    with lock:
+        n = asked[call.text] = asked.get(call.text, 0) + 1
+    return int(hashlib.sha256(f"{{n}}:{{call.text}}".encode()).hexdigest(), 16) % 100 < {NOISE}
+
+def not_covered(call):
+    real = HANDLERS[request_kind(call.schema)](call.text)
+    return {{"verdicts": [{{**v, "covered": False, "reason": "noise"}} for v in real["verdicts"]]}}
+
+with fakes.installed() as fake:
+    fake.on_call(noisy, not_covered)
+    sys.exit(run.main(sys.argv[1:]))
+'''
+
+
+def record(copy: Path, noisy: bool = False) -> dict[str, dict]:
+    """The copy recorded offline, every split (with the noisy judge when `noisy`): its rows by case id."""
+    command = [sys.executable, "-c", NOISY] if noisy else [sys.executable, str(ROOT / "evaluate.py")]
+    done = subprocess.run([*command, "--project", str(copy), "--live", "--quiet", "--split", "all"],
+                          env={**os.environ, **OFFLINE}, capture_output=True, text=True, cwd=ROOT)
     if done.returncode not in (0, 1):
         raise SystemExit(f"{copy.name}: evaluate.py exited {done.returncode}: {done.stderr.strip()[-600:]}")
     (report,) = (copy / "runs").glob("*.all.json")
@@ -164,9 +202,9 @@ def cause(row: dict) -> str:
 def run_one(folder: Path, project: Project, label: str, plant) -> tuple[str, dict]:
     copy = folder / re.sub(r"[^\w.-]+", "_", f"{project.name}-{label}")
     project.copy(copy)
-    if plant:
+    if plant and plant is not NOISY:
         plant(copy)
-    return label, record(copy)
+    return label, record(copy, noisy=plant is NOISY)
 
 
 def main() -> int:
@@ -178,6 +216,7 @@ def main() -> int:
             plans.append((p, "a page blanked", "docs gap", f"blank {page}",
                           lambda copy, p=p, page=page: p.blank_page(copy, page)))
         plans.append((p, "answer drops its last sentence", "generator or prompt", "answer", p.shorten_answers))
+        plans.append((p, f"a noisy judge (facts, {NOISE}%)", "judge", "noisy judge", NOISY))
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
         runs = list(pool.map(lambda plan: run_one(Path(tmp), plan[0], plan[3], plan[4]), plans))
     rows = {(plan[0].name, plan[3]): found for plan, (_, found) in zip(plans, runs, strict=True)}
@@ -223,10 +262,11 @@ def main() -> int:
         for k, cases in sorted(other.items()):
             for i, why in cases:
                 print(f"    {i}: {k}: {why}")
-    print("\nNot expressible here: a tool description or prompt steering away from the right tool (the rules "
+    print(f"\nThe noisy judge: a verdict in doubt is judged once again, so at best 1 - {NOISE}% of its noise is "
+          "caught, and only where facts is in doubt (its calibration report does not pass it).")
+    print("Not expressible here: a tool description or prompt steering away from the right tool (the rules "
           "model picks tools by the roles in evals.toml, reading no description or prompt, so no offline "
-          "backend is misled by one); a noisy judge (the lexical judge is deterministic, and no judge "
-          "intervention exists yet).")
+          "backend is misled by one).")
     return 0
 
 
