@@ -57,10 +57,14 @@ def copy_files(source: Path, into: Path, patterns: tuple[str, ...]) -> None:
 
 def copy_cases(into: Path, cases, marker: str = "") -> Path:
     """A copy of the project (copy_project) whose cases.json holds only the cases with the ids `cases`, the
-    first one's reference ending with `marker` (a stand-in's fault marker) when given."""
+    first one's reference ending with `marker` (a stand-in's fault marker) when given; without the offline
+    judge's calibration report, which decides the verdicts it judges again: a stand-in provider's judge has
+    none, so the offline replay there stays comparable with its run."""
     import json
 
     project = copy_project(into)
+    for report in (project / "runs").glob("calibration+*.json"):
+        report.unlink()
     data = json.loads((project / "cases.json").read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] in cases]
     if marker:
@@ -230,8 +234,9 @@ def killed_once_submitted(project: Path, env: dict, *args: str) -> list[str]:
 
 def comparable(row: dict) -> dict:
     """A report row without measured times (`*_s`) and the judge's cost, which the offline judge has not (nor,
-    so, what its extra runs spent)."""
-    row = {k: v for k, v in row.items() if not k.endswith("_s") and k != "also_spent"}
+    so, what its extra runs spent); and without the verdict judged again, which the offline judge's calibration
+    report asks for and a stand-in provider's judge, with no report, does not."""
+    row = {k: v for k, v in row.items() if not k.endswith("_s") and k not in ("also_spent", "judge_recheck")}
     row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and k != "cost"}
                      for stage, verdict in row["judged"].items()}
     return row
@@ -453,7 +458,9 @@ def recorded_calls(cases=None) -> tuple[list[dict], list[str]]:
     if cases is not None:
         entries = of_cases(entries, cases)
     traces = [{"name": n, **e["value"]} for n, e in entries.items() if n.startswith("agent/")]
-    return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/")]
+    # a verdict judged again (`#again`) is asked because the offline judge's calibration report is in doubt of
+    # it: a stand-in provider's judge has no report, and asks none
+    return traces, [n.rsplit("/", 1)[1] for n in entries if n.startswith("judge/") and not n.endswith("#again")]
 
 
 @pytest.fixture(scope="session", autouse=True)

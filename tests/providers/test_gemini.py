@@ -27,7 +27,10 @@ from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from whichstage.standins import gemini as gemini_standin
 from whichstage.calls import retries as live_calls
-from whichstage.providers import preflight, settings as provider_settings, build as providers
+from whichstage.providers import preflight, settings as provider_settings
+from whichstage._util.redact import KEY_VARIABLES
+from whichstage.providers.answers import UnusableAnswer
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 from whichstage.run import files as run_files
 from whichstage.agent.factory import rules_roles
 from whichstage.providers.names import DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL
@@ -148,9 +151,9 @@ def run(project: Path, standin, *args: str, **env: str) -> Run:
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
         mp.setattr(live_calls, "sleep", sleeps.append)
-        for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, providers.GEMINI_URL_VARIABLE):
+        for variable in (*run_files.MODEL_VARIABLES.values(), *KEY_VARIABLES, GEMINI_URL_VARIABLE):
             mp.delenv(variable, raising=False)
-        for variable, value in {"GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url, **env}.items():
+        for variable, value in {"GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url, **env}.items():
             if value is not None:
                 mp.setenv(variable, value)
         start, err = len(standin.requests), io.StringIO()
@@ -380,7 +383,7 @@ def direct_call(client: str, marker: str):
 def at_standin(standin, monkeypatch):
     monkeypatch.setenv("GOOGLE_API_KEY", "test")
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    monkeypatch.setenv(providers.GEMINI_URL_VARIABLE, standin.url)
+    monkeypatch.setenv(GEMINI_URL_VARIABLE, standin.url)
     monkeypatch.setattr(live_calls, "sleep", lambda seconds: None)
     return standin
 
@@ -398,7 +401,7 @@ def test_each_client_makes_exactly_one_request_per_harness_attempt(at_standin, c
 def test_each_client_times_out_and_only_the_harness_retries_it(at_standin, client, monkeypatch):
     monkeypatch.setattr(provider_settings, "CALL_TIMEOUT_S", 0.1)
     silent = Silent()
-    monkeypatch.setenv(providers.GEMINI_URL_VARIABLE, silent.url)
+    monkeypatch.setenv(GEMINI_URL_VARIABLE, silent.url)
     try:
         with pytest.raises(CallFailed, match=f"timed out.*gave up after {live_calls.MAX_ATTEMPTS} attempts"):
             with_retries(f"{client}/x", direct_call(client, "anything"), lambda line: None)
@@ -423,7 +426,7 @@ def test_an_unusable_answer_is_a_plain_error_after_one_attempt(at_standin, clien
         with_retries(f"{client}/x", direct_call(client, marker), lambda line: pytest.fail(f"retried: {line}"))
     assert str(failed.value).startswith(f"{client}/x: {cause}"), failed.value
     assert "\n" not in str(failed.value)
-    assert isinstance(failed.value.__cause__, providers.UnusableAnswer)
+    assert isinstance(failed.value.__cause__, UnusableAnswer)
     assert not is_transient(failed.value.__cause__)
     assert at_standin.count(marker=marker) - before == 1
 
@@ -546,7 +549,7 @@ def test_an_unknown_model_exits_2_naming_it_and_the_url(project, standin, variab
     assert done.count(kind="unknown-model") == 1
 
 
-@pytest.mark.parametrize("variable", providers.KEY_VARIABLES)
+@pytest.mark.parametrize("variable", KEY_VARIABLES)
 def test_a_rejected_key_exits_2_naming_its_variable(project, standin, variable):
     done = run(project, standin, "--live", "--quiet", **{"GOOGLE_API_KEY": None, variable: REJECTED_KEY})
     assert_refused(done, f"evaluate.py: Gemini at {standin.url} (GOOGLE_GEMINI_BASE_URL) rejected the API key in "

@@ -15,7 +15,8 @@ from google import genai
 from google.genai import errors, types
 
 from conftest import in_child, serial_judge
-from whichstage.providers import build as providers
+from whichstage.providers.gemini import gemini_http_options
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini_faults import Fault
 
@@ -57,7 +58,7 @@ def start(shared_ssl_contexts, monkeypatch):
         context = gemini_standin.serve(faults=FAULTS, reject_keys=[REJECTED_KEY], **knobs)
         standin = context.__enter__()
         running.append(context)
-        monkeypatch.setenv(providers.GEMINI_URL_VARIABLE, standin.url)
+        monkeypatch.setenv(GEMINI_URL_VARIABLE, standin.url)
         return standin
 
     yield started
@@ -66,7 +67,7 @@ def start(shared_ssl_contexts, monkeypatch):
 
 
 def client(key: str = "test-key") -> genai.Client:
-    return genai.Client(api_key=key, http_options=providers.gemini_http_options())
+    return genai.Client(api_key=key, http_options=gemini_http_options())
 
 
 def poll(gemini: genai.Client, name: str, limit: int = 20) -> tuple[types.BatchJob, list[str]]:
@@ -203,7 +204,7 @@ def test_one_failing_request_carries_an_error_and_the_others_their_answers(start
 
 def restarted(name: str) -> list[str]:
     """What a new client, knowing only a job's name, reads of it: its state, then each answer's text."""
-    gemini = genai.Client(api_key="other-key", http_options=providers.gemini_http_options())
+    gemini = genai.Client(api_key="other-key", http_options=gemini_http_options())
     job = gemini.batches.get(name=name)
     return [job.state.name, *(r.response.text for r in job.dest.inlined_responses)]
 

@@ -8,6 +8,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from whichstage.providers import langchain as langchain_clients, settings as provider_settings, build as providers
+from whichstage.providers.answers import UnusableAnswer
 
 
 def test_a_langchain_providers_chat_model_is_init_chat_models_with_one_attempt_and_a_timeout(monkeypatch):
@@ -40,5 +41,5 @@ def test_a_langchain_providers_judge_names_an_answer_that_is_not_the_schemas(mon
 
     monkeypatch.setattr(langchain_clients, "generic_chat",
                         lambda name: GenericFakeChatModel(messages=iter([AIMessage("no JSON here")])))
-    with pytest.raises(providers.UnusableAnswer, match="not valid JSON for DeepEval's Truths schema"):
+    with pytest.raises(UnusableAnswer, match="not valid JSON for DeepEval's Truths schema"):
         providers.judge_model("groq:llama-3.3-70b-versatile").generate("List the truths.", schema=Truths)

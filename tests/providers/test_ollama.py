@@ -150,7 +150,8 @@ def host_of(url: str) -> str:
 def comparable(row: dict) -> dict:
     """A report row without what two runs cannot share: measured times (`*_s`), and the judge's token counts,
     which here are the stand-in server's counts as Ollama reports them, while the lexical judge counts words."""
-    row = {k: v for k, v in row.items() if not k.endswith("_s") and k != "also_spent"}  # token counts, as below
+    # token counts, as below; the verdict judged again as conftest.comparable says
+    row = {k: v for k, v in row.items() if not k.endswith("_s") and k not in ("also_spent", "judge_recheck")}
     row["judged"] = {stage: {k: v for k, v in verdict.items() if not k.endswith("_s") and not k.startswith("tokens_")}
                      for stage, verdict in row["judged"].items()}
     return row

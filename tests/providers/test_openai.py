@@ -22,7 +22,8 @@ from whichstage._util.exits import Exit
 from conftest import SAMPLE, all_report, client_call, comparable, copy_cases, copy_project, serial_judge, used_tokens
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls
-from whichstage.providers import settings as provider_settings, build as providers
+from whichstage.providers import settings as provider_settings
+from whichstage._util.redact import KEY_VARIABLES
 from whichstage.run import files as run_files
 from whichstage.calls.retries import CallFailed, with_retries
 from whichstage._util.redact import HOSTED_KEY_VARIABLES, URL_VARIABLES
@@ -58,7 +59,7 @@ def run(project: Path, standin, *args: str, **env) -> Run:
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
         mp.setattr(live_calls, "sleep", sleeps.append)
-        for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, *HOSTED_KEY_VARIABLES,
+        for variable in (*run_files.MODEL_VARIABLES.values(), *KEY_VARIABLES, *HOSTED_KEY_VARIABLES,
                          *URL_VARIABLES):
             mp.delenv(variable, raising=False)
         for variable, value in {"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": standin.url, **NAMES, **env}.items():

@@ -18,7 +18,8 @@ import pytest
 from whichstage.analysis import calibration as calibrate
 from whichstage.cli import run as evaluate
 from conftest import serial_judge
-from whichstage.providers import build as providers
+from whichstage._util.redact import KEY_VARIABLES, URL_VARIABLES, outside_text, shown_url
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 from whichstage.run import files as run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins import ollama as ollama_standin
@@ -48,7 +49,7 @@ def with_userinfo(url: str, query: bool = False) -> str:
 def refused(monkeypatch, main, env: dict) -> str:
     """Run `main(["--live", "--quiet"])` with `env` (None unsets) on top of no model, key or URL variable; assert
     exit 2, one line on stderr and no canary anywhere; return that line."""
-    for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES, *providers.URL_VARIABLES):
+    for variable in (*run_files.MODEL_VARIABLES.values(), *KEY_VARIABLES, *URL_VARIABLES):
         monkeypatch.delenv(variable, raising=False)
     for variable, value in env.items():
         if value is not None:
@@ -115,7 +116,7 @@ def gemini_env(url: str, model: str = "gemini-x", script: str = "evaluate", key:
     names = {"DOCS_MODEL": "gemini-standin-chat", "DOCS_EMBEDDER": "gemini-standin-embed",
              "DOCS_JUDGE": "gemini-standin-judge"}
     names[MAINS[script][2]] = model
-    return {variable: key, providers.GEMINI_URL_VARIABLE: url, **names}
+    return {variable: key, GEMINI_URL_VARIABLE: url, **names}
 
 
 def ollama_env(host: str, model: str = "standin-missing", script: str = "evaluate") -> dict:
@@ -144,7 +145,7 @@ def test_a_model_gemini_lacks_is_named_without_the_urls_credentials(here, monkey
                            "'gemini-nope' (HTTP 404 NOT_FOUND: ")
 
 
-@pytest.mark.parametrize("variable", providers.KEY_VARIABLES)
+@pytest.mark.parametrize("variable", KEY_VARIABLES)
 @pytest.mark.parametrize("script", MAINS)
 def test_a_rejected_key_is_named_by_its_variable_never_its_value(here, monkeypatch, gemini, script, variable):
     line = refused(monkeypatch, MAINS[script][0],
@@ -220,13 +221,13 @@ def test_an_unreadable_ollama_host_is_named_not_shown(here, monkeypatch, host):
 
 def test_outside_text_hides_every_form_of_a_secret(monkeypatch):
     monkeypatch.setenv("GOOGLE_API_KEY", "CANARY/key 1")
-    monkeypatch.setenv(providers.GEMINI_URL_VARIABLE, f"http://user:{PASSWORD}@h/?token={QUERY_KEY}")
-    text = providers.outside_text("a 'CANARY/key 1' b CANARY%2Fkey%201 c b'CANARY/key 1' https://x:y@h/p?api_key=z&q=1"
+    monkeypatch.setenv(GEMINI_URL_VARIABLE, f"http://user:{PASSWORD}@h/?token={QUERY_KEY}")
+    text = outside_text("a 'CANARY/key 1' b CANARY%2Fkey%201 c b'CANARY/key 1' https://x:y@h/p?api_key=z&q=1"
                                   f" 'CANARY-P' {QUERY_KEY}\n\x1b[31m")
     assert "CANARY" not in text and "x:y" not in text and "api_key=***&q=1" in text
     assert "\n" not in text and "\x1b" not in text and "\\x1b[31m" in text
 
 
 def test_shown_url_drops_userinfo_query_and_fragment_and_escapes_the_rest():
-    assert providers.shown_url("https://u:p@w/x@host:1/v1/?key=k#f") == "https://host:1/v1"
-    assert providers.shown_url("http://h:1/\nx") == repr("http://h:1/\nx")
+    assert shown_url("https://u:p@w/x@host:1/v1/?key=k#f") == "https://host:1/v1"
+    assert shown_url("http://h:1/\nx") == repr("http://h:1/\nx")

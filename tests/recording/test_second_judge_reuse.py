@@ -7,7 +7,7 @@ import pytest
 from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from conftest import OFFLINE_RUN, serial_judge, edit_cases, failing_judge
-from whichstage.providers import build as providers
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 
 
 SECOND = "gemini-3.8-flash"
@@ -29,7 +29,7 @@ def test_a_second_judge_reuses_the_traces_an_incomplete_first_pass_kept(live_pro
         serial_judge(mp, gemini_standin)
         with serve(models=[SECOND]) as standin:
             mp.setenv("GOOGLE_API_KEY", "test")
-            mp.setenv(providers.GEMINI_URL_VARIABLE, standin.url)
+            mp.setenv(GEMINI_URL_VARIABLE, standin.url)
             code = evaluate.main(["--live", "--quiet", "--judge2", SECOND])
     assert code == Exit.INCOMPLETE, capsys.readouterr().err  # the first judge left backup errored
     runs = fake_models.runs()

@@ -15,7 +15,8 @@ from whichstage.cli import run as evaluate
 from conftest import copy_cases, live_all, killed_once_submitted, serial_judge, verdicts
 from whichstage.run import batch, files as run_files
 from whichstage.calls import retries as live_calls
-from whichstage.providers import build as providers
+from whichstage._util.redact import KEY_VARIABLES
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
 from whichstage.standins.gemini_faults import Fault
@@ -51,9 +52,9 @@ def run_full(project: Path, standin, *args: str, **env: str) -> tuple[int, str, 
         mp.chdir(project)
         mp.setattr(live_calls, "sleep", lambda s: None)
         mp.chdir(project)
-        for variable in (*run_files.MODEL_VARIABLES.values(), *providers.KEY_VARIABLES):
+        for variable in (*run_files.MODEL_VARIABLES.values(), *KEY_VARIABLES):
             mp.delenv(variable, raising=False)
-        for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
+        for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url,
                                 "DOCS_BATCH_POLL_S": "0", **env}.items():
             mp.setenv(variable, value)
         start, out, err, ended = len(standin.requests), io.StringIO(), io.StringIO(), []
@@ -129,7 +130,7 @@ def test_a_killed_batch_run_resumes_polling_its_job_and_pays_for_nothing_twice(t
     assert code == 0, err
     rounds = len([r for r in requests if r["kind"] == "batch-create"])
     project = project_with(tmp_path / "killed", ("backup",))
-    env = {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url, "DOCS_BATCH_POLL_S": "5"}
+    env = {**MODELS, "GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url, "DOCS_BATCH_POLL_S": "5"}
     start = len(standin.requests)
     submitted = killed_once_submitted(project, env, "--live", "--batch", "--quiet")  # while it waits to poll
     killed_creates = len([r for r in standin.requests[start:] if r["kind"] == "batch-create"])
@@ -159,7 +160,7 @@ def test_the_plans_judge_metrics_are_the_judge_requests_the_stand_in_then_answer
     (project / "cases.json").write_text(json.dumps(data))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(project)
-        for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url}.items():
+        for variable, value in {**MODELS, "GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url}.items():
             mp.setenv(variable, value)
         start = len(standin.requests)
         assert evaluate.main(["--live", "--plan"]) == 0

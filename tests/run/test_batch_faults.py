@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Forked, serial_judge
 from whichstage.calls import retries as live_calls
-from whichstage.providers import build as providers
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 from whichstage.run import files as run_files
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
@@ -143,7 +143,7 @@ def test_a_bad_wait_is_refused_with_one_line_before_any_call(tmp_path, standin):
 
 def test_sigterm_while_a_poll_waits_to_retry_sends_nothing_more_and_the_next_run_resumes(tmp_path, standin):
     project = marked(tmp_path, "zq-sigterm")
-    env = {**os.environ, **MODELS, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url,
+    env = {**os.environ, **MODELS, "GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url,
            "DOCS_BATCH_POLL_S": "0"}
     child = Forked(project, env, "--live", "--batch", "--quiet")
     deadline = time.monotonic() + 300  # a hang guard

@@ -11,7 +11,7 @@ from whichstage.cli import run as evaluate
 from conftest import OFFLINE, copy_project, serial_judge
 from whichstage.analysis import second_judge as judges
 from whichstage.calls import retries as live_calls
-from whichstage.providers import build as providers
+from whichstage.providers.settings import GEMINI_URL_VARIABLE
 from whichstage.standins import gemini as gemini_standin
 from whichstage.standins.gemini import serve
 
@@ -47,7 +47,7 @@ def test_a_second_judge_pays_for_its_verdicts_alone(tmp_path, shared_ssl_context
         with serve(models=[SECOND]) as standin:
             monkeypatch.setattr(live_calls, "sleep", lambda s: None)
             monkeypatch.chdir(project)
-            for name, value in {**OFFLINE, "GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url}.items():
+            for name, value in {**OFFLINE, "GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url}.items():
                 monkeypatch.setenv(name, value)
             with redirect_stderr(io.StringIO()) as err, redirect_stdout(io.StringIO()) as out:
                 code = evaluate.main(["--project", str(project), "--live", "--quiet", "--judge2", SECOND])

@@ -20,6 +20,7 @@ from whichstage._util.exits import Exit
 from whichstage.cli import run as evaluate
 from whichstage.calls import retries as live_calls
 from whichstage.providers import build as providers
+from whichstage.providers.settings import GEMINI_URL_VARIABLE, TIMEOUT_VARIABLE
 from whichstage.calls import pool as pool_module
 from whichstage.calls.errors import is_transient
 from whichstage.calls.pool import Pool
@@ -84,7 +85,7 @@ def provider(name: str, silent: tuple[str, ...], monkeypatch) -> Iterator[tuple[
                NO_PROXY="127.0.0.1,localhost", DEEPEVAL_TELEMETRY_OPT_OUT="1")
     with module.serve() as standin:
         standin.counted = requests
-        env.update({"GOOGLE_API_KEY": "test", providers.GEMINI_URL_VARIABLE: standin.url} if name == "gemini"
+        env.update({"GOOGLE_API_KEY": "test", GEMINI_URL_VARIABLE: standin.url} if name == "gemini"
                    else {"OLLAMA_HOST": standin.url})
         try:
             yield requests, env
@@ -107,7 +108,7 @@ def test_sigterm_sends_no_request_after_it_and_keeps_what_was_paid_for(in_this_p
     # child's would). Once it is sent, the stand-in drops that request's connection unanswered, where a retry
     # would follow (the call's timeout, 4 s, only in case it does not).
     with provider(name, ("judge",), monkeypatch) as (requests, env):
-        in_this_process({**env, providers.TIMEOUT_VARIABLE: "4"})
+        in_this_process({**env, TIMEOUT_VARIABLE: "4"})
         monkeypatch.setattr(live_calls, "sleep", live_calls.pause)  # a retry waits, as in a real run
         sent = []
 
@@ -165,7 +166,7 @@ def test_a_provider_that_never_answers_ends_the_run_by_itself(in_this_process, m
     # where every check below still holds (the silent embedder is asked either way, by the ladder).
     timeout = "0.25" if silent == "embed" else "1"
     with provider(name, (silent,), monkeypatch) as (requests, env):
-        in_this_process({**env, providers.TIMEOUT_VARIABLE: timeout})
+        in_this_process({**env, TIMEOUT_VARIABLE: timeout})
         code = evaluate.main(["--live", "--quiet"])
     err = capsys.readouterr().err
     assert code == Exit.INCOMPLETE, err
@@ -229,9 +230,9 @@ def ask(model, client: str) -> None:
 
 
 def test_a_bad_call_timeout_is_refused_before_any_call(live_project, monkeypatch, capsys):
-    monkeypatch.setenv(providers.TIMEOUT_VARIABLE, "soon")
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "soon")
     assert evaluate.main(["--live", "--quiet"]) == Exit.BAD_INPUT
-    assert capsys.readouterr().err == (f"evaluate.py: {providers.TIMEOUT_VARIABLE} must be a number of seconds above "
+    assert capsys.readouterr().err == (f"evaluate.py: {TIMEOUT_VARIABLE} must be a number of seconds above "
                                        f"0 and at most 3600, not soon\n")
 
 

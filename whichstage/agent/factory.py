@@ -118,9 +118,11 @@ def describe(project: Project, pages: list[dict], records: dict[str, dict]) -> D
 
 def offline_values(project: Project, pages: list[dict], records: dict) -> dict:
     """The values the factory may name, with the offline backends: how the agent is built to read its tools."""
+    from whichstage.providers.names import OFFLINE
+
     providers = models()
-    return {"model": providers.chat_model(providers.OFFLINE["chat"], rules_roles(project, records)),
-            "pages": documents(pages), "embeddings": providers.embedder(providers.OFFLINE["embedder"]),
+    return {"model": providers.chat_model(OFFLINE["chat"], rules_roles(project, records)),
+            "pages": documents(pages), "embeddings": providers.embedder(OFFLINE["embedder"]),
             "records": records, "given_pages": None}
 
 

@@ -58,10 +58,10 @@ EXPECTED = agree.AGREES
 def calibration_key(cases: dict, judge: str, own: Sequence[Criterion] = (),
                     thresholds: Optional[dict[str, float]] = None) -> dict:
     """What the report was measured with; whichstage/run/calibration_status.py compares it with the project's."""
-    from whichstage.providers import build as providers
+    from whichstage.providers.names import is_offline
 
     return {"cases": f"{cases['name']}@{cases['version']}", "cases_sha": sha(cases), **judge_identity(judge),
-            "repeats": REPEATS, "offline": providers.is_offline(judge), **criteria.key_part(list(own)),
+            "repeats": REPEATS, "offline": is_offline(judge), **criteria.key_part(list(own)),
             **({"thresholds": thresholds} if thresholds else {})}
 
 
@@ -259,6 +259,7 @@ def run_calibration(project, live: bool = False, rerecord: bool = False, concurr
     runs/calibration+<judge>.json and return it. Ctrl-C raises Interrupted, saying what was kept."""
     from whichstage.project import config as projects
     from whichstage.providers import build as providers
+    from whichstage.providers.preflight import preflight
 
     if project.calibration is None:
         raise InputError(f"{projects.CONFIG}: calibration: not set: name the labelled cases' file, "
@@ -266,7 +267,7 @@ def run_calibration(project, live: bool = False, rerecord: bool = False, concurr
     folder, cases = project.folder, load_calibration(project)
     if live:
         judge = judge_name()
-        providers.preflight([judge])
+        preflight([judge])
     else:
         judge = recorded_judge(folder)
     tape = Cassette(recording_path(folder, judge), {"judge": judge}, Mode.of(live, rerecord),

@@ -63,7 +63,8 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
     args = parser.parse_args(argv)
     from whichstage._util.files import printable_stdout
     from whichstage.project import config as projects
-    from whichstage.providers import build as providers
+    from whichstage.providers.names import chat_model_name, embedder_name, judge_name
+    from whichstage.providers.preflight import preflight
     from whichstage.agent import factory as agent
     from whichstage.model.errors import InputError
     from whichstage.run.entries import Inputs
@@ -78,15 +79,15 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
         shown = case_id if case_id.isprintable() else repr(case_id)
         print(f"{prog}: --as-case {shown}: {ID_RULE}", file=sys.stderr)
         return 2
-    model, embedder = providers.chat_model_name(), providers.embedder_name()
+    model, embedder = chat_model_name(), embedder_name()
     try:
         loaded = load_inputs(projects.load(Path(args.project or ".")))
         if case_id is not None and any(c["id"] == case_id for c in loaded.cases["cases"]):
             raise InputError(f"--as-case {case_id}: {loaded.project.cases} already has a case with this id")
-        providers.preflight([model, embedder])
+        preflight([model, embedder])
         from whichstage.agent.capture import run
 
-        inputs = Inputs(loaded, model, embedder, providers.judge_name())
+        inputs = Inputs(loaded, model, embedder, judge_name())
         trace = run(agent.builder(inputs, model, embedder)(None), args.question)
     except WhichstageError as e:
         return ended(prog, e)

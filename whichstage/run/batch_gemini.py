@@ -18,10 +18,11 @@ class GeminiBatches:
     def __init__(self, model: str):
         from google import genai
 
-        from whichstage.providers import build as providers
+        from whichstage.providers.gemini import gemini_http_options
+        from whichstage.providers.settings import google_api_key
 
         self.model = model
-        self.client = genai.Client(api_key=providers.google_api_key(), http_options=providers.gemini_http_options())
+        self.client = genai.Client(api_key=google_api_key(), http_options=gemini_http_options())
 
     def request(self, prompt: str, schema) -> "InlinedRequestDict":
         """One judge request, as generateContent would ask it."""
@@ -66,9 +67,9 @@ class GeminiBatches:
         """DeepEval's model class for this judge, and what it is built with."""
         from deepeval.models import GeminiModel
 
-        from whichstage.providers import build as providers
+        from whichstage.providers.settings import google_api_key
 
-        return GeminiModel, {"model": self.model, "api_key": providers.google_api_key(), "temperature": 0}
+        return GeminiModel, {"model": self.model, "api_key": google_api_key(), "temperature": 0}
 
     async def close(self) -> None:
         await self.client.aio.aclose()

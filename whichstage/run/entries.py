@@ -59,23 +59,14 @@ class Inputs:
         self.searched = {"pages": sha(self.pages)}
         self.judged = judge_identity(judge)
         self.planted = {p["id"] for p in self.pages if p.get("planted")}
-        self._calibration: Optional[dict] = None
+        self.calibration: Optional[dict] = None  # the judge's calibration status, set by the run (evaluate)
         self.counterfactual = "given_pages" in wanted
         self.parameters = loaded.described.parameters()
 
     @property
-    def calibration(self) -> dict:
-        """Whether the judge is calibrated for the project, read once (whichstage/run/calibration_status.py)."""
-        if self._calibration is None:
-            from whichstage.run.calibration_status import status
-
-            self._calibration = status(self.project.folder, self.judge)
-        return self._calibration
-
-    @property
     def unreliable(self) -> frozenset[str]:
         """The stages whose metric the judge's calibration report does not pass (none without a usable report)."""
-        metrics = self.calibration.get("metrics") or {}
+        metrics = (self.calibration or {}).get("metrics") or {}
         return frozenset(stage_of(m) for m, found in metrics.items() if not found["calibrated"])
 
     def index(self, cassette) -> None:

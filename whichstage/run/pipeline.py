@@ -66,6 +66,10 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
     done: dict[str, dict] = {}
     stale: Optional[dict] = None if cassette.live else {}
     inputs.index(cassette)
+    if inputs.calibration is None:  # it decides which failing verdicts are in doubt, and judged again
+        from whichstage.run.calibration_status import status
+
+        inputs.calibration = status(inputs.project.folder, inputs.judge)
     repeats = repeats or recorded_repeats(cassette.recorded)
     if cassette.live:
         from whichstage.run.scheduler import Live, collect
@@ -140,6 +144,7 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], in
                                                         options.batch, options.judge, options.reuse)
     from whichstage.agent import factory as agent
     from whichstage.providers import build as providers
+    from whichstage.providers.preflight import preflight
     from whichstage.calls.progress import Progress
     from whichstage.calls.pool import locked_once
     from whichstage.run.scheduler import Live
@@ -149,7 +154,7 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], in
 
     embedder, judge = embedder_name(), judge or judge_name()
     if not plan:
-        providers.preflight([model, embedder, judge])
+        preflight([model, embedder, judge])
     name, head = run_name(loaded.cases["name"], model, embedder, judge), header(loaded.cases["name"], model,
                                                                               embedder, judge)
     folder = loaded.project.folder / "recordings"

@@ -165,7 +165,7 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
          requests: Optional[dict[str, dict]] = None) -> str:
     """The plan as lines: per kind, the calls by reason; tokens and cost, and how each was estimated;
     `unforeseen`, the interventions new traces may call for (unforeseen_interventions)."""
-    from whichstage.providers import build as providers
+    from whichstage.providers.names import is_offline
 
     if not planned:
         return "plan: nothing to call: every entry is recorded and current"
@@ -193,8 +193,8 @@ def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model:
         if not n:
             continue
         (tin, tout), how = ((found[0], found[1]), f"mean of {found[2]} recorded") if found else (rule, "rule")
-        rates = None if providers.is_offline(name) else price(name)
-        if providers.is_offline(name):
+        rates = None if is_offline(name) else price(name)
+        if is_offline(name):
             cost = "free (an offline backend)"
         elif rates is None:
             cost = f"price unknown for {name}"
