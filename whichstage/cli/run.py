@@ -30,7 +30,7 @@ from whichstage.render.markdown import markdown
 from whichstage.render.row_view import row_view
 from whichstage.run.files import checked_label
 from whichstage.render.files import write_gate_summary, write_reports
-from whichstage.render.export_rows import MODES as EXPORT_MODES, export
+from whichstage.render.export import MODES as EXPORT_MODES, export
 from whichstage.project.selection import parse_shard, report_split, select
 from whichstage.calls.stopping import SigtermAsInterrupt
 

@@ -1,6 +1,7 @@
 """A run's verdicts out of the harness: one record per case and stage (`stage_records`, read from the row view
 every report reads, so an export says what the report says), written as JSONL or CSV; `export` writes any of
-the modes `--export` takes (OpenTelemetry events: export_otel.py). Every file is written whole or not at all."""
+the modes `--export` takes (export.py; OpenTelemetry events: export_otel.py). Every file is written whole or not
+at all."""
 import csv
 import io
 import json
@@ -9,12 +10,10 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple, Optional, Union
 
 from whichstage._util.files import write_atomic
-from whichstage.model.errors import InputError
 from whichstage.model.stages import BY_NAME
 from whichstage.render.row_view import ERROR, FAIL, PASS, row_view
 from whichstage.run.files import run_name
 
-MODES = ("otel", "jsonl", "csv")  # what --export writes
 COLUMNS = ("run", "case_id", "split", "stage", "verdict", "passed", "score", "threshold", "reason", "first_failure",
            "cause")
 
@@ -99,20 +98,3 @@ def csv_lines(reports: Iterable[dict]) -> Iterator[str]:
 def write_rows(reports: list[dict], path: Union[str, Path], mode: str = "jsonl") -> None:
     """Write the reports' stage records to `path` as `mode` (jsonl or csv), atomically."""
     write_atomic(Path(path), jsonl_lines(reports) if mode == "jsonl" else csv_lines(reports))
-
-
-def check_mode(mode: str) -> str:
-    """`mode` if --export writes it, else InputError naming the valid ones."""
-    if mode not in MODES:
-        raise InputError(f"--export: unknown mode {mode!r} (valid: {', '.join(MODES)})")
-    return mode
-
-
-def export(reports: list[dict], mode: str, path: Union[str, Path]) -> None:
-    """Write the reports as `mode` (MODES) to `path`: otel events, or the stage records as jsonl or csv."""
-    if check_mode(mode) == "otel":
-        from whichstage.render.export_otel import write_otel
-
-        write_otel(reports, path)
-    else:
-        write_rows(reports, path, mode)
