@@ -107,3 +107,11 @@ def test_a_draft_never_replaces_a_case(here, capsys):
     assert run("import", "blank.jsonl") == 2
     assert "blank.jsonl: line 1 (backup): expected_output: empty, and cases.json holds a case of this id" in \
         one_line(capsys.readouterr().err)
+
+
+def test_the_api_exports_and_imports_as_the_command_does(here):
+    import whichstage
+
+    assert whichstage.export_cases(here, here / "out.csv", format="ragas-csv", split="holdout") == 9
+    done = whichstage.import_cases(here, here / "out.csv")
+    assert (len(done["unchanged"]), done["added"], done["written"]) == (9, [], [])

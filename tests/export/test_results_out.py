@@ -182,6 +182,16 @@ def test_the_bundled_replay_exported_agrees_with_its_json_reports(exported, mode
         assert firsts == {row["id"]: row["first_failure"] for row in report["rows"]}
 
 
+def test_the_api_writes_what_the_command_writes(exported, tmp_path):
+    import whichstage
+
+    reports = whichstage.replay(exported["folder"].parent)
+    whichstage.export_results(reports, tmp_path / "rows.csv", "csv")
+    assert (tmp_path / "rows.csv").read_bytes() == (exported["folder"] / "rows.csv").read_bytes()
+    with pytest.raises(whichstage.WhichstageError, match="valid: otel, jsonl, csv"):
+        whichstage.export_results(reports[0], tmp_path / "rows.x", "xml")
+
+
 def test_a_bad_export_mode_is_one_line_naming_the_valid_ones(here, capsys):
     before = outputs(here)
     assert evaluate.main(["--export", "xml", "out.xml"]) == 2
