@@ -192,6 +192,24 @@ def test_the_api_writes_what_the_command_writes(exported, tmp_path):
         whichstage.export_results(reports[0], tmp_path / "rows.x", "xml")
 
 
+def test_a_replay_without_export_loads_neither_exporter_nor_the_conventions(project):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import OFFLINE, load_project
+
+    load_project(project)  # the agent's tools read into the copy's .cache, as its first replay would
+    only = {"whichstage.render.export_otel", "whichstage.render.export_rows", "opentelemetry.semconv.attributes",
+            "opentelemetry.semconv._incubating.attributes.gen_ai_attributes"}
+    probe = ("import sys; from whichstage.cli import run as evaluate; code = evaluate.main(['--quiet']); "
+             f"print(code, sorted(set(sys.modules) & {only!r}))")
+    env = {k: v for k, v in os.environ.items() if k not in OFFLINE}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.stdout.strip().splitlines()[-1] == "0 []", done.stderr
+
+
 def test_a_bad_export_mode_is_one_line_naming_the_valid_ones(here, capsys):
     before = outputs(here)
     assert evaluate.main(["--export", "xml", "out.xml"]) == 2
