@@ -67,3 +67,38 @@ def calibrate_judge(project_or_folder: Union[Loaded, Folder] = ".", *, live: boo
     found = project_or_folder.project if isinstance(project_or_folder, Loaded) else project.load(
         Path(project_or_folder))
     return calibrate.run_calibration(found, live, rerecord, concurrency, quiet)
+
+
+def export_results(reports: Union[dict, list[dict]], path: Folder, mode: str = "otel") -> None:
+    """`whichstage run --export MODE FILE`: write the reports' verdicts (a report as replay or record returns it, or
+    a list of them) to `path` as `mode`: "otel" (gen_ai.evaluation.result events, OTLP JSON logs), "jsonl" or
+    "csv" (one row per case and stage); atomically. A bad mode raises InputError naming the valid ones."""
+    from whichstage.render.export import export
+
+    export([reports] if isinstance(reports, dict) else list(reports), mode, Path(path))
+
+
+def _project(project_or_folder: Union[Loaded, Folder]):
+    from whichstage.project import config as project
+
+    return project_or_folder.project if isinstance(project_or_folder, Loaded) else project.load(Path(project_or_folder))
+
+
+def export_cases(project_or_folder: Union[Loaded, Folder], path: Folder, *, format: Optional[str] = None,
+                 split: str = "all") -> int:
+    """`whichstage cases export FILE`: the case set as DeepEval goldens or Ragas samples ("deepeval-jsonl",
+    "deepeval-csv", "ragas-jsonl", "ragas-csv"; default DeepEval's, CSV for a .csv file); how many cases."""
+    from whichstage.run import case_sets
+
+    return case_sets.export_cases(_project(project_or_folder), Path(path), format, split)
+
+
+def import_cases(project_or_folder: Union[Loaded, Folder], path: Folder, *, format: Optional[str] = None,
+                 replace: bool = False) -> dict:
+    """`whichstage cases import FILE`: a peer's cases into the project's cases file (rows without a reference
+    into its drafts file), checked whole first; the ids added, updated, unchanged and drafted."""
+    from whichstage.run import case_sets
+
+    done = case_sets.import_cases(_project(project_or_folder), Path(path), format, replace)
+    return {"added": done.added, "updated": done.updated, "unchanged": done.unchanged, "drafts": done.drafts,
+            "unmatched_context": done.unmatched, "written": [str(p) for p in done.written]}

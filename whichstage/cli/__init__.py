@@ -16,6 +16,7 @@ commands:
   merge      combine the shard recordings of `run --live --shard I/N` into one
   calibrate  check the judge against the project's hand-labelled calibration cases
   compare    diff two runs case by case, with the exact McNemar test
+  cases      export the case set as DeepEval goldens or Ragas samples (JSONL, CSV), or import one
   ask        run the project's agent once on a question and print its trace
   standin P  serve a stand-in of provider P (gemini, openai, anthropic, ollama) for a keyless live run
 
@@ -55,6 +56,12 @@ def _compare(argv: list[str]) -> int:
     return main(argv)
 
 
+def _cases(argv: list[str]) -> int:
+    from whichstage.cli.cases import main
+
+    return main(argv)
+
+
 def _ask(argv: list[str]) -> int:
     from whichstage.cli.ask import main
 
@@ -69,10 +76,11 @@ def _standin(argv: list[str]) -> int:
 
 # The script whose messages each command prints, named by the command the user typed instead.
 SCRIPTS = {"run": ["evaluate.py"], "show": ["evaluate.py"], "init": ["evaluate.py"], "merge": ["evaluate.py"],
-           "calibrate": ["calibrate.py"], "compare": ["compare.py"], "ask": ["assistant.py"], "standin": []}
+           "calibrate": ["calibrate.py"], "compare": ["compare.py"], "ask": ["assistant.py"], "standin": [],
+           "cases": []}
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run, "show": _show, "init": _init, "merge": _merge, "calibrate": _calibrate, "compare": _compare,
-    "ask": _ask, "standin": _standin}
+    "ask": _ask, "standin": _standin, "cases": _cases}
 
 
 def main(argv: Optional[list[str]] = None) -> int:

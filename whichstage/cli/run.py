@@ -30,6 +30,7 @@ from whichstage.render.markdown import markdown
 from whichstage.render.row_view import row_view
 from whichstage.run.files import checked_label
 from whichstage.render.files import write_gate_summary, write_reports
+from whichstage.render.export import MODES as EXPORT_MODES, export
 from whichstage.project.selection import parse_shard, report_split, select
 from whichstage.calls.stopping import SigtermAsInterrupt
 
@@ -117,9 +118,17 @@ def _main(argv: Optional[list[str]]) -> int:
                         "verdicts alone); the report gives the two judges' agreement, kappa and split cases")
     parser.add_argument("--check-baseline", metavar="FILE", help="exit 1 if the run regressed against FILE")
     parser.add_argument("--save-baseline", metavar="FILE", help="write this run's results as the baseline FILE")
+    parser.add_argument("--export", nargs=2, action="append", metavar=("MODE", "FILE"), help="also write the run's "
+                        "verdicts to FILE as MODE: otel (OpenTelemetry gen_ai.evaluation.result events, OTLP JSON "
+                        "logs), jsonl or csv (one row per case and stage); repeatable")
     parser.add_argument("--label", metavar="NAME", help="keep this run's reports as runs/history/<name>/NAME.* "
                         "beside the latest (default: the UTC time, e.g. 20261201T183000Z); compare takes it")
     args = parser.parse_args(argv)
+    exports = [(mode, Path(file)) for mode, file in args.export or []]
+    bad = next((mode for mode, _ in exports if mode not in EXPORT_MODES), None)
+    if bad is not None:
+        print(f"{prog}: --export: unknown mode {bad!r} (valid: {', '.join(EXPORT_MODES)})", file=sys.stderr)
+        return 2
     check_live_options(parser, args)
     if args.repeats is not None and not 1 <= args.repeats <= MAX_REPEATS:
         parser.error(f"--repeats must be from 1 to {MAX_REPEATS}")
@@ -128,6 +137,8 @@ def _main(argv: Optional[list[str]]) -> int:
             parser.error(f"--{flag} goes with --live")
     if (args.case or args.shard or args.show) and (args.check_baseline or args.save_baseline):
         parser.error("a baseline is of every case: --case, --shard and --show do not go with it")
+    if exports and (args.show or args.plan):
+        parser.error("--export writes a run's verdicts: --show and --plan report none")
     if args.label is not None and (args.case or args.shard or args.show or args.plan):
         parser.error("--label names a written run: --case, --shard, --show and --plan write no report")
     printable_stdout()
@@ -177,6 +188,8 @@ def _main(argv: Optional[list[str]]) -> int:
         verdict = baseline.check(checked, saved, tolerances) if saved and checked else None
         views = [[row_view(r) for r in report["rows"]] for report in reports]  # read by every rendering
         texts = [markdown(r, v) for r, v in zip(reports, views, strict=False)]
+        for mode, file in exports:  # before the reports: a file that cannot be written stops the run unwritten
+            export(reports, mode, file)
         if cases is None:  # some cases: printed, not written
             write_reports(folder, reports, texts, label, views)
         summary = None

@@ -139,7 +139,12 @@ def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict
                retrievers: list[str], validated: Validated) -> dict:
     """The case set, checked against the schema, the pages and the agent's tools (name -> argument types);
     the optional fields are filled with their defaults."""
-    cases = read(path, label)
+    return checked_cases(read(path, label), path, label, page_ids, tools, retrievers, validated)
+
+
+def checked_cases(cases: Any, path: Path, label: str, page_ids: set[str], tools: dict[str, dict[str, Optional[type]]],
+                  retrievers: list[str], validated: Validated) -> dict:
+    """load_cases of a case set already read (`cases`, as the file at `path` would hold it)."""
     validated.check(path, "CaseSet", cases, label)
     cases = {**cases, "cases": [{**DEFAULTS, **case} for case in cases["cases"]]}
     unique_ids(label, cases["cases"], "cases")

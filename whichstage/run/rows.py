@@ -71,6 +71,9 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
                 "judged": {stage: with_threshold(v, inputs.project.threshold_of(stage))
                            for stage, v in judged.items()},
                 "usage": trace.get("usage", {}), "agent_s": trace.get("agent_s"), "error": error})
+    source = trace_source(trace, inputs.project.retrievers())
+    if source is not None:
+        row["source"] = source
     row["behaviour"] = behaviour_verdict(row, inputs.planted_retrieved(view),
                                          own_checks.run(inputs.loaded.checks, case, trace, view),
                                          inputs.project.actions())
@@ -125,6 +128,16 @@ def rechecks(inputs: Inputs, case: dict, row: dict,
     """The entry of the row's failing verdict in doubt judged again; none when no verdict is in doubt."""
     doubt = recheck.in_doubt(row, inputs.project.recheck_within, inputs.unreliable)
     return recheck_entry(case, needed, doubt["stage"]) if doubt else {}
+
+
+def trace_source(trace: dict, retrievers: list[str]) -> Optional[dict]:
+    """Where an imported trace came from (its `source`: format, file, trace_id, span_id), with the span ids of its
+    retriever outputs in call order (`retriever_spans`) where they carry one; None for a trace the harness ran."""
+    source = trace.get("source")
+    if not isinstance(source, dict):
+        return None
+    spans = [o["span_id"] for o in trace["tool_outputs"] if o.get("tool") in retrievers and o.get("span_id")]
+    return {**source, **({"retriever_spans": spans} if spans else {})}
 
 
 def attach_answer_check(row: dict, inputs: Inputs, case: dict, cassette: Cassette, context: list[str],
