@@ -38,7 +38,8 @@ def test_the_planted_defects_edit_a_copy_of_each_bundled_project_and_keep_it_loa
     for project in bench.PROJECTS:
         copy = tmp_path / project.name
         project.copy(copy)
-        assert not (copy / "recordings").exists() and not (copy / "runs").exists()
+        assert not (copy / "recordings").exists()
+        assert {p.name for p in (copy / "runs").iterdir()} == {p.name for p in project.source.glob("runs/calibration+*")}
         project.drop_best_hit(copy)  # refuses when the agent's search is no longer the code it edits
         assert project.dropped in (copy / project.agent_file).read_text(encoding="utf-8")
         page = project.sole_pages()[0]
