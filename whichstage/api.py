@@ -67,3 +67,13 @@ def calibrate_judge(project_or_folder: Union[Loaded, Folder] = ".", *, live: boo
     found = project_or_folder.project if isinstance(project_or_folder, Loaded) else project.load(
         Path(project_or_folder))
     return calibrate.run_calibration(found, live, rerecord, concurrency, quiet)
+
+
+def import_traces(file: Folder, *, project: Union[Loaded, Folder] = ".", format: Optional[str] = None,
+                  drafts: Optional[Folder] = None):
+    """`whichstage import FILE`: record the traces of `file` as the project's recording of model `imported`,
+    the unmatched ones as draft cases; returns what it did (whichstage.traces.importing.Summary). `format` is
+    one of otlp, openinference, langsmith, jsonl (None: told from the file)."""
+    from whichstage.traces import importing
+
+    return importing.import_file(loaded(project), Path(file), format, None if drafts is None else Path(drafts))

@@ -17,6 +17,7 @@ commands:
   calibrate  check the judge against the project's hand-labelled calibration cases
   compare    diff two runs case by case, with the exact McNemar test
   ask        run the project's agent once on a question and print its trace
+  import F   record the traces of file F (OTLP, OpenInference, LangSmith, chat JSONL) as model `imported`
   standin P  serve a stand-in of provider P (gemini, openai, anthropic, ollama) for a keyless live run
 
 `whichstage COMMAND --help` describes each one; `whichstage --version` says which version is installed."""
@@ -61,6 +62,12 @@ def _ask(argv: list[str]) -> int:
     return main(argv, description="Run a project's agent once on a question and print its trace as JSON.")
 
 
+def _import(argv: list[str]) -> int:
+    from whichstage.cli.import_traces import main
+
+    return main(argv)
+
+
 def _standin(argv: list[str]) -> int:
     from whichstage.standins.launch import main
 
@@ -69,10 +76,11 @@ def _standin(argv: list[str]) -> int:
 
 # The script whose messages each command prints, named by the command the user typed instead.
 SCRIPTS = {"run": ["evaluate.py"], "show": ["evaluate.py"], "init": ["evaluate.py"], "merge": ["evaluate.py"],
-           "calibrate": ["calibrate.py"], "compare": ["compare.py"], "ask": ["assistant.py"], "standin": []}
+           "calibrate": ["calibrate.py"], "compare": ["compare.py"], "ask": ["assistant.py"], "standin": [],
+           "import": []}
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run, "show": _show, "init": _init, "merge": _merge, "calibrate": _calibrate, "compare": _compare,
-    "ask": _ask, "standin": _standin}
+    "ask": _ask, "standin": _standin, "import": _import}
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -35,7 +35,7 @@ from whichstage.judging import metrics as judging
 from whichstage._util.hashing import sha
 from whichstage.judging.metrics import OWN_METRICS, READS, Measure, judged_metrics, stage_of
 from whichstage.providers.backend_versions import code_version
-from whichstage.providers.names import OFFLINE
+from whichstage.providers.names import OFFLINE, is_imported
 
 
 class Inputs:
@@ -58,7 +58,8 @@ class Inputs:
         self.searched = {"pages": sha(self.pages)}
         self.judged = judge_identity(judge)
         self.planted = {p["id"] for p in self.pages if p.get("planted")}
-        self.counterfactual = "given_pages" in wanted
+        self.imported = is_imported(model)  # traces imported from a file: there is no agent to run again
+        self.counterfactual = "given_pages" in wanted and not self.imported
         self.parameters = loaded.described.parameters()
 
     def index(self, cassette) -> None:
@@ -86,6 +87,8 @@ class Inputs:
         trace, whose retriever returned those pages; with `made`, the trace of the tools intervention, which
         began with those calls made for it."""
         retrievers = set(self.project.retrievers())
+        if self.imported:
+            return imported_deps(case)
 
         def deps(trace: dict) -> dict:
             found = {"question": sha(case["question"]), **self.common, **({"made calls": sha(made)} if made else {})}
@@ -112,6 +115,18 @@ class Inputs:
         hashes = hashes or field_hashes(case, trace, context)
         deps = {"metric": metric, **metric_identity(metric), **self.judged, **{f: hashes[f] for f in READS[metric]}}
         return lambda value: deps
+
+
+def imported_deps(case: dict) -> Callable[[dict], dict]:
+    """What an imported trace depends on: the case's question (and earlier turns), the trace's content and its
+    source (the file's trace and root span); never the agent's code, tools or model, which did not make it."""
+    def deps(trace: dict) -> dict:
+        source = trace.get("source") or {}
+        found = {"question": sha(case["question"]), "imported trace": sha({k: v for k, v in trace.items()
+                                                                           if k != "source"}),
+                 "source": f"{source.get('format')}:{source.get('trace_id')}:{source.get('span_id')}"}
+        return {**found, **({"history": sha(case["history"])} if case.get("history") else {})}
+    return deps
 
 
 def judge_input(case: dict) -> str:
