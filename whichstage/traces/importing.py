@@ -133,7 +133,7 @@ def drafts_text(pending: IO[str], count: int) -> Iterator[str]:
 def record(inputs: Inputs, chosen: dict[str, dict]) -> tuple[Path, int, bool]:
     """The chosen traces written as the agent entries of the imported recording, through the recording's own
     path (recording/store.py: the lock, the journal, the atomic save); its judge entries of those cases stay
-    (current while the trace is the same), every entry of another case goes."""
+    (current while the trace is the same) and the pages' index, every entry of another case goes."""
     from whichstage.model import replay_check as shapes
     from whichstage.project.selection import case_of
     from whichstage.recording.store import Cassette, Mode
@@ -149,7 +149,8 @@ def record(inputs: Inputs, chosen: dict[str, dict]) -> tuple[Path, int, bool]:
                 trace = chosen[case["id"]]
                 now = inputs.agent_deps(case)(trace)  # the trace imported now: another recorded one is replaced
                 cassette.get(agent_entry(case), keyed(now), constant(trace))
-        written = cassette.save(lambda entry: not entry.startswith("agent/") and case_of(entry) in chosen)
+        written = cassette.save(lambda entry: entry.startswith("index/") or not entry.startswith("agent/")
+                                and case_of(entry) in chosen)
     finally:
         cassette.close()
     return path, cassette.computed, written
