@@ -53,7 +53,11 @@ def langsmith_runs(folder: Path, questions: list[str]) -> list[dict]:
     agent = factory.builder(inputs, "rules", "hash")(None).with_config({"callbacks": [tracer]})
     for question in questions:
         run(agent, question)
-    return [json.loads(r.model_dump_json()) for r in tracer.runs]
+    def flat(found) -> list[dict]:  # a flat list of runs, each with its parent_run_id, as LangSmith lists them
+        return [json.loads(found.model_dump_json(exclude={"child_runs"})),
+                *(run for child in found.child_runs for run in flat(child))]
+
+    return [run for root in tracer.runs for run in flat(root)]
 
 
 @pytest.fixture(scope="session")
