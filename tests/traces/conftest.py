@@ -1,8 +1,11 @@
 """The trace tests' project: one made by `whichstage init`, its agent run on its cases once per session under each
 LangChain instrumentor (spans written as OTLP JSON) and under a LangSmith-shaped tracer, and recorded by the
 harness itself with the offline backends, the rows every import is held to."""
+import contextvars
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -10,9 +13,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from otlp_files import instrumented, write_otlp  # noqa: E402
+from otlp_files import finished, instrumented, write_otlp  # noqa: E402
 
 OFFLINE = {"DOCS_MODEL": "rules", "DOCS_EMBEDDER": "hash", "DOCS_JUDGE": "lexical"}
+ROOT = Path(__file__).parents[2]
 IMPORTED = "acme-notes+imported+hash+lexical"  # the imported recording's name, with the offline judge
 
 
@@ -26,9 +30,9 @@ def agent_runs(folder: Path, questions: list[str], config: list[dict] | None = N
     inputs = Inputs(whichstage.load_project(folder), "rules", "hash", "lexical")
     agent = factory.builder(inputs, "rules", "hash")(None)
     for i, question in enumerate(questions):
-        if config and config[i]:
-            agent = agent.with_config(config[i])
-        run(agent, question)
+        # each run in a context of its own, as a server's request is: an instrumentor may leave a span current
+        # (OpenLLMetry's does), which would make the next run's root its child
+        contextvars.Context().run(run, agent.with_config(config[i]) if config and config[i] else agent, question)
 
 
 def langsmith_runs(folder: Path, questions: list[str]) -> list[dict]:
@@ -75,13 +79,17 @@ def made(tmp_path_factory) -> dict:
         assert cli.main(["init", str(folder)]) == 0
         questions = [c["question"] for c in json.loads((folder / "cases.json").read_text())["cases"]]
         files = {}
-        for name in ("openinference", "openllmetry"):
-            exporter, uninstrument = instrumented(name)
-            try:
-                agent_runs(folder, questions)
-            finally:
-                uninstrument()
-            files[name] = write_otlp(root / f"{name}.json", exporter.get_finished_spans())
+        exporter, uninstrument = instrumented("openinference")
+        try:
+            agent_runs(folder, questions)
+        finally:
+            uninstrument()
+        files["openinference"] = write_otlp(root / "openinference.json", finished(exporter, len(questions)))
+        # OpenLLMetry's uninstrument leaves its callback handler in LangChain, whose spans would then parent
+        # every later run's: it runs in a process of its own
+        files["openllmetry"] = root / "openllmetry.json"
+        subprocess.run([sys.executable, str(Path(__file__).parent / "otlp_files.py"), "openllmetry", str(folder),
+                        str(files["openllmetry"])], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         files["langsmith"] = root / "langsmith.json"
         files["langsmith"].write_text(json.dumps(langsmith_runs(folder, questions)))
         assert cli.main(["run", "--project", str(folder), "--live", "--quiet"]) == 0

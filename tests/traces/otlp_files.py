@@ -57,3 +57,30 @@ def instrumented(instrumentor: str):
     tool = LangChainInstrumentor()
     tool.instrument(tracer_provider=provider)
     return exporter, tool.uninstrument
+
+
+def finished(exporter, roots: int, timeout: float = 20.0) -> list:
+    """The exporter's spans once `roots` root spans have ended: an agent's root span can end on another thread
+    after its run returns."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        spans = exporter.get_finished_spans()
+        if sum(s.parent is None for s in spans) >= roots or time.monotonic() > deadline:
+            return list(spans)
+        time.sleep(0.02)
+
+
+if __name__ == "__main__":  # python otlp_files.py INSTRUMENTOR PROJECT OUT: the project's cases run, its spans written
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import agent_runs
+
+    instrumentor, project, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    questions = [c["question"] for c in json.loads((project / "cases.json").read_text())["cases"]]
+    exporter, uninstrument = instrumented(instrumentor)
+    agent_runs(project, questions)
+    uninstrument()
+    write_otlp(out, finished(exporter, len(questions) + (instrumentor == "openllmetry")))  # + its create_agent
