@@ -62,9 +62,13 @@ def checked_pages(found: Imported, inputs: Inputs, label: str, spans_at: dict[st
         role = inputs.roles.get(output["tool"])
         if role is None or role.role != "retriever":
             continue
-        span = (output.get("retriever_span_ids") or [output["span_id"]])[0]
+        span = output["span_id"]
         try:
             searches.append([p["page"] for p in pages_of(output, role, inputs.page_ids)])
+            if output.get("callbacks") and output.get("artifact"):  # the retriever spans' pages, checked too
+                span = output["retriever_span_ids"][0]
+                pages_of({"tool": output["tool"], "content": "", "callbacks": output["callbacks"]}, role,
+                         inputs.page_ids)
         except (Unreadable, PageRuleError) as e:
             raise fault(label, spans_at.get(span, found.where), span, str(e)) from None
     return searches
