@@ -6,7 +6,8 @@ What each kind reads:
 - `agent/<case>`: the question, the agent's code (the hash of evals.toml's `sources`), its tools (names,
   descriptions, argument types and roles) and the model; the embedder when the factory takes `embeddings`;
   if it called a retriever, every page (any page can enter any search's top k); for each record a lookup
-  read, that record.
+  read, that record. A trace imported from a file (model `imported`, whichstage/traces/) depends instead on
+  the question, its own content and its source (imported_deps).
 - `tools/<case>`: the calls the trace made and the case's expected tools. It is free (DeepEval's
   ToolCorrectnessMetric on names, no model call), so a replay computes a stale one (rescored) rather than
   refusing: an edit to the expected tools alone pays for nothing and needs no live run.
