@@ -76,7 +76,7 @@ if __name__ == "__main__":  # python otlp_files.py INSTRUMENTOR PROJECT OUT: the
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from conftest import agent_runs
+    from traced import agent_runs
 
     instrumentor, project, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     questions = [c["question"] for c in json.loads((project / "cases.json").read_text())["cases"]]

@@ -4,7 +4,8 @@ import importlib.util
 import json
 from pathlib import Path
 
-from conftest import IMPORTED, whichstage_cli
+from traced import IMPORTED, whichstage_cli
+from traced import made, notes  # noqa: F401  (fixtures)
 from whichstage.traces import grouping, stream
 
 BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "import_memory.py"

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from traced import made, notes  # noqa: F401  (fixtures)
 from whichstage.traces import otlp
 
 ROOT = Path(__file__).parents[2]

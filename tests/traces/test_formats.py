@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from conftest import IMPORTED, imported_rows, one_line, scored, whichstage_cli
+from traced import IMPORTED, imported_rows, one_line, scored, whichstage_cli
+from traced import made, notes  # noqa: F401  (fixtures)
 
 ORDER = {"id": "order-status", "messages": [
     {"role": "user", "content": "What is the status of order ORD-1002?"},

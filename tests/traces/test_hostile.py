@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from conftest import IMPORTED, one_line, whichstage_cli
+from traced import IMPORTED, one_line, whichstage_cli
+from traced import made, notes  # noqa: F401  (fixtures)
 from whichstage.traces import stream
 
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from conftest import IMPORTED, imported_rows, scored, whichstage_cli
+from traced import IMPORTED, imported_rows, scored, whichstage_cli
+from traced import made, notes  # noqa: F401  (fixtures)
 
 
 @pytest.mark.parametrize("instrumentor", ["openinference", "openllmetry"])

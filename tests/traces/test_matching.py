@@ -3,7 +3,8 @@ whitespace is normalised; a trace of no case becomes a draft case linked to its 
 writes its reference."""
 import json
 
-from conftest import IMPORTED, agent_runs, one_line, whichstage_cli
+from traced import IMPORTED, agent_runs, one_line, whichstage_cli
+from traced import made, notes  # noqa: F401  (fixtures)
 from otlp_files import finished, instrumented, write_otlp
 from test_formats import ORDER, write_jsonl
 from whichstage.project.validate import REFERENCE_PLACEHOLDER

@@ -2,7 +2,8 @@
 run never builds it, and a trace the case no longer fits is refused rather than recorded again."""
 import json
 
-from conftest import IMPORTED, imported_rows, one_line, whichstage_cli
+from traced import IMPORTED, imported_rows, one_line, whichstage_cli
+from traced import made, notes  # noqa: F401  (fixtures)
 from test_formats import ORDER, SYNC, write_jsonl
 
 WRONG_PAGE = {**SYNC, "messages": [*SYNC["messages"][:2], {

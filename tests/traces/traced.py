@@ -1,4 +1,5 @@
-"""The trace tests' project: one made by `whichstage init`, its agent run on its cases once per session under each
+"""The trace tests' fixtures and helpers (not a conftest.py: the tests import the root conftest by that name). The
+trace tests' project: one made by `whichstage init`, its agent run on its cases once per session under each
 LangChain instrumentor (spans written as OTLP JSON) and under a LangSmith-shaped tracer, and recorded by the
 harness itself with the offline backends, the rows every import is held to."""
 import contextvars
@@ -64,10 +65,19 @@ def langsmith_runs(folder: Path, questions: list[str]) -> list[dict]:
     return [run for root in tracer.runs for run in flat(root)]
 
 
+MADE: dict = {}  # made's value, once per process: each test module imports the fixture, and gets its own
+
+
 @pytest.fixture(scope="session")
 def made(tmp_path_factory) -> dict:
     """{"project": an init project recorded by the harness, "openinference"/"openllmetry": their OTLP files,
     "langsmith": a LangSmith run export (JSON), "own": the harness's own report rows}."""
+    if not MADE:
+        MADE.update(make(tmp_path_factory))
+    return MADE
+
+
+def make(tmp_path_factory) -> dict:
     from whichstage import cli
 
     root = tmp_path_factory.mktemp("traces")
