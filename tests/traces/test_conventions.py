@@ -23,3 +23,14 @@ def test_the_conventions_packages_are_imported_only_by_an_import(notes):
     out = subprocess.run([sys.executable, "-c", code], cwd=notes, capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": ""}, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_an_import_without_the_traces_extra_says_how_to_install_it(made, notes, monkeypatch, capsys):
+    from traced import one_line, whichstage_cli
+    from whichstage.providers import backend_versions
+
+    monkeypatch.setattr(backend_versions, "package_version",
+                        lambda p: "not installed" if p == "openinference-semantic-conventions" else "1")
+    assert whichstage_cli("import", str(made["openinference"])) == 2
+    assert "needs openinference-semantic-conventions: install whichstage with its traces extra" in \
+        one_line(capsys.readouterr().err)

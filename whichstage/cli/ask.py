@@ -13,6 +13,7 @@ from typing import Optional
 
 from whichstage._util.console import first_line
 from whichstage.project.drafts import draft_case  # noqa: F401  (tests import it from here too)
+from whichstage.project.validate import REFERENCE_PLACEHOLDER  # noqa: F401  (a drafted case's reference)
 from whichstage._util import console
 from whichstage._util.ending import ended
 from whichstage._util.exits import WhichstageError

@@ -12,6 +12,7 @@ from typing import IO, Callable, Iterator, Optional
 
 from whichstage._util.files import shown, write_atomic
 from whichstage.agent.reading import PageRuleError, Unreadable, pages_of
+from whichstage.model.errors import InputError
 from whichstage.project.drafts import draft_case
 from whichstage.run.entries import Inputs, agent_entry
 from whichstage.traces.formats import Spans
@@ -163,8 +164,14 @@ def record(inputs: Inputs, chosen: dict[str, dict]) -> tuple[Path, int, bool]:
 def import_file(loaded, path: Path, given: Optional[str] = None, drafts: Optional[Path] = None) -> Summary:
     """import_traces for a loaded project (whichstage.run.inputs.Loaded), into its recording of model
     `imported` named by DOCS_EMBEDDER and DOCS_JUDGE, as `whichstage run` names its recordings."""
+    from whichstage.providers.backend_versions import EXTRAS, package_version
     from whichstage.providers.names import IMPORTED, embedder_name, judge_name
     from whichstage.traces.formats import checked_format
 
     checked_format(given)
+    missing = [p for p in EXTRAS["traces"] if package_version(p) == "not installed"]
+    if missing:
+        raise InputError(f"whichstage import needs {' and '.join(missing)}: install whichstage with its traces extra "
+                         "(python -m pip install 'CLONE_OR_WHEEL[traces]'), or in its clone python -m pip install "
+                         "--only-binary=:all: -r requirements-lock.txt")
     return import_traces(Inputs(loaded, IMPORTED, embedder_name(), judge_name()), path, given, drafts)
