@@ -53,3 +53,12 @@ def test_a_trace_of_absurdly_many_spans_is_refused(monkeypatch):
         assert str(e) == "f.json: spans[0]: trace t holds over 3 spans: an absurd size for one agent run"
     else:
         raise AssertionError("not refused")
+
+
+def test_a_value_cut_by_a_chunk_is_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream, "CHUNK", 7)
+    path = tmp_path / "values.jsonl"
+    path.write_text('{"messages": [], "n": 1234567890123}\n[{"a": "x\\u00e9y"}, {"b": 2}]\n')
+    found = list(stream.values(path, "values.jsonl"))
+    assert found == [("item", "line 1", {"messages": [], "n": 1234567890123}),
+                     ("item", "line 2 item 0", {"a": "xéy"}), ("item", "line 2 item 1", {"b": 2})]

@@ -41,7 +41,7 @@ class Summary:
 
     def said(self) -> str:
         """The one line the command prints."""
-        parts = [f"read {self.traces:,} trace{'s' if self.traces != 1 else ''} ({self.format})",
+        parts = [f"read {self.traces:,} trace{'s' if self.traces != 1 else ''} ({self.format or 'no span'})",
                  f"{len(self.matched):,} matched to a case"]
         if self.again:
             parts.append(f"{self.again:,} more matched a case already matched (the first trace kept)")
@@ -75,8 +75,7 @@ def checked_pages(found: Imported, inputs: Inputs, label: str, spans_at: dict[st
     return searches
 
 
-def traces_of(path: Path, label: str, given: Optional[str], inputs: Inputs, spans: Spans,
-              summary: Summary) -> Iterator[tuple[Imported, list]]:
+def traces_of(label: str, inputs: Inputs, spans: Spans, summary: Summary) -> Iterator[tuple[Imported, list]]:
     """Each trace of the file that holds an agent run, with its searches' pages, checked."""
     actions = frozenset(inputs.project.actions())
     for group in by_trace(spans, label):
@@ -96,7 +95,7 @@ def import_traces(inputs: Inputs, path: Path, given: Optional[str] = None,
     spans = Spans(path, label, given)
     chosen: dict[str, dict] = {}
     with tempfile.TemporaryFile("w+", encoding="utf-8") as pending:
-        for found, searches in traces_of(path, label, given, inputs, spans, summary):
+        for found, searches in traces_of(label, inputs, spans, summary):
             case = matcher.case(found)
             if case is not None and case["id"] in chosen:
                 summary.again += 1

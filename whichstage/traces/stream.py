@@ -93,6 +93,8 @@ class Reader:
                 raise self.fail(f"{what}: {e}") from None
             if end - self.pos > MAX_VALUE:
                 raise self.fail(f"{what}: over {MAX_VALUE >> 20} MiB of text: an absurd size")
+            if end == len(self.buf) and isinstance(found, (int, float)) and self.more():
+                continue  # a number that ends with the buffer may go on in the next chunk
             self.pos = end
             return found
 
