@@ -16,15 +16,19 @@ Then `whichstage run --model imported --live` records its verdicts (the judge al
 `whichstage run --model imported` replays them."""
 
 
+EPILOG = """models: DOCS_EMBEDDER and DOCS_JUDGE name the recording, as for `whichstage run`; no model is
+called by the import.
+
+exit codes: 0 done, 2 bad input (a malformed, truncated or hostile trace file: one line naming the file and
+the span; nothing is written)"""
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     from whichstage.traces.formats import FORMATS
 
     prog = console.name("whichstage import")
-    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog="""models: DOCS_EMBEDDER and
-DOCS_JUDGE name the recording, as for `whichstage run`; no model is called by the import.
-
-exit codes: 0 done, 2 bad input (a malformed, truncated or hostile trace file: one line naming the file and
-the span; nothing is written)""")
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", help="the trace file")
     parser.add_argument("--project", metavar="DIR", help="the project folder (default: the current folder)")
     parser.add_argument("--format", metavar="F", help=f"the file's format, one of {', '.join(FORMATS)} "
