@@ -6,17 +6,17 @@ dicts the API returns and reads, whichstage/model/).
 """
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "export_results", "export_cases",
-           "import_cases", "Case", "Trace", "Row", "Report", "WhichstageError"]
+__all__ = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "import_traces", "export_results",
+           "export_cases", "import_cases", "Case", "Trace", "Row", "Report", "WhichstageError"]
 _HOME = {"load_project": "api", "replay": "api", "record": "api", "compare_runs": "api", "calibrate_judge": "api",
-         "export_results": "api", "export_cases": "api", "import_cases": "api",
+         "import_traces": "api", "export_results": "api", "export_cases": "api", "import_cases": "api",
          "Case": "model.inputs", "Trace": "model.trace", "Row": "model.report", "Report": "model.report",
          "WhichstageError": "_util.exits"}
 
 if TYPE_CHECKING:
     from whichstage._util.exits import WhichstageError
     from whichstage.api import (calibrate_judge, compare_runs, export_cases, export_results, import_cases,
-                                load_project, record, replay)
+                                import_traces, load_project, record, replay)
     from whichstage.model.inputs import Case
     from whichstage.model.report import Report, Row
     from whichstage.model.trace import Trace

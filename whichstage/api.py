@@ -102,3 +102,13 @@ def import_cases(project_or_folder: Union[Loaded, Folder], path: Folder, *, form
     done = case_sets.import_cases(_project(project_or_folder), Path(path), format, replace)
     return {"added": done.added, "updated": done.updated, "unchanged": done.unchanged, "drafts": done.drafts,
             "unmatched_context": done.unmatched, "written": [str(p) for p in done.written]}
+
+
+def import_traces(file: Folder, *, project: Union[Loaded, Folder] = ".", format: Optional[str] = None,
+                  drafts: Optional[Folder] = None):
+    """`whichstage import FILE`: record the traces of `file` as the project's recording of model `imported`,
+    the unmatched ones as draft cases; returns what it did (whichstage.traces.importing.Summary). `format` is
+    one of otlp, openinference, langsmith, jsonl (None: told from the file)."""
+    from whichstage.traces import importing
+
+    return importing.import_file(loaded(project), Path(file), format, None if drafts is None else Path(drafts))

@@ -11,8 +11,8 @@ import pytest
 import whichstage
 from conftest import E5_RUN, OFFLINE_RUN, untimed
 
-PUBLIC = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "export_results", "export_cases",
-          "import_cases", "Case", "Trace", "Row", "Report", "WhichstageError"]
+PUBLIC = ["load_project", "replay", "record", "compare_runs", "calibrate_judge", "import_traces", "export_results",
+          "export_cases", "import_cases", "Case", "Trace", "Row", "Report", "WhichstageError"]
 HEAVY = {"langchain", "langchain_core", "langgraph", "deepeval", "pydantic", "numpy", "google", "ollama", "openai"}
 
 

@@ -31,7 +31,7 @@ def test_the_scripts_keep_their_own_names_in_messages(tmp_path, monkeypatch, cap
 def test_an_unknown_command_lists_the_valid_ones(capsys):
     assert cli.main(["frob"]) == 2
     assert capsys.readouterr().err == ("whichstage: 'frob' is not a command (valid: run, show, init, merge, "
-                                       "calibrate, compare, ask, standin, cases)\n")
+                                       "calibrate, compare, ask, standin, cases, import)\n")
 
 
 @pytest.mark.parametrize("command, script", [("calibrate", "calibrate"), ("compare", "compare")])

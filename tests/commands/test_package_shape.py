@@ -93,7 +93,7 @@ def test_no_module_over_400_lines():
 # (__init__, __main__, api) may import any folder. standins/ (which `whichstage standin` starts) and testing/
 # are test tooling.
 LAYERS = ("_util", "model", "recording", "calls", "scoring", "judging", "offline", "providers", "project", "agent",
-          "run", "render", "analysis", "standins", "cli", "testing")
+          "run", "traces", "render", "analysis", "standins", "cli", "testing")
 
 
 def layer_of(module: str) -> str:

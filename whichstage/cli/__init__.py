@@ -18,6 +18,7 @@ commands:
   compare    diff two runs case by case, with the exact McNemar test
   cases      export the case set as DeepEval goldens or Ragas samples (JSONL, CSV), or import one
   ask        run the project's agent once on a question and print its trace
+  import F   record the traces of file F (OTLP, OpenInference, LangSmith, chat JSONL) as model `imported`
   standin P  serve a stand-in of provider P (gemini, openai, anthropic, ollama) for a keyless live run
 
 `whichstage COMMAND --help` describes each one; `whichstage --version` says which version is installed."""
@@ -68,6 +69,12 @@ def _ask(argv: list[str]) -> int:
     return main(argv, description="Run a project's agent once on a question and print its trace as JSON.")
 
 
+def _import(argv: list[str]) -> int:
+    from whichstage.cli.import_traces import main
+
+    return main(argv)
+
+
 def _standin(argv: list[str]) -> int:
     from whichstage.standins.launch import main
 
@@ -77,10 +84,11 @@ def _standin(argv: list[str]) -> int:
 # The script whose messages each command prints, named by the command the user typed instead.
 SCRIPTS = {"run": ["evaluate.py"], "show": ["evaluate.py"], "init": ["evaluate.py"], "merge": ["evaluate.py"],
            "calibrate": ["calibrate.py"], "compare": ["compare.py"], "ask": ["assistant.py"], "standin": [],
-           "cases": []}
+           "cases": [], "import": []}
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": _run, "show": _show, "init": _init, "merge": _merge, "calibrate": _calibrate, "compare": _compare,
-    "ask": _ask, "standin": _standin, "cases": _cases}
+    "ask": _ask, "standin": _standin, "cases": _cases,
+    "import": _import}
 
 
 def main(argv: Optional[list[str]] = None) -> int:

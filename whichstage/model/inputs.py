@@ -69,6 +69,9 @@ class Case(Strict):
     expected_facts: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     # The earlier turns the agent receives before `question`: every stage scores the last turn.
     history: list[Turn] = Field(default_factory=list)
+    # The trace a case was drafted from by `whichstage import` (docs/traces.md): its file's format, the file,
+    # the trace's id and its root span's id. Read by no stage.
+    source: Optional[dict[str, str]] = None
 
 
 class CaseSet(Strict):

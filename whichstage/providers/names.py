@@ -28,6 +28,16 @@ FORMS = ("provider:model (openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, goog
          "pulled, or an offline backend (rules, hash, lexical, e5-small)")
 
 
+# The model name of a recording of imported traces (`whichstage import`, docs/traces.md): no agent is run for
+# it, so a live run of it pays only for the judge, and never for an intervention that re-runs the agent.
+IMPORTED = "imported"
+
+
+def is_imported(name: str) -> bool:
+    """Whether a recording's model is the traces imported from a file, not a model the harness runs."""
+    return name == IMPORTED
+
+
 def chat_model_name() -> str:
     return os.environ.get("DOCS_MODEL") or DEFAULT_MODEL
 

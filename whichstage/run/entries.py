@@ -6,7 +6,8 @@ What each kind reads:
 - `agent/<case>`: the question, the agent's code (the hash of evals.toml's `sources`), its tools (names,
   descriptions, argument types and roles) and the model; the embedder when the factory takes `embeddings`;
   if it called a retriever, every page (any page can enter any search's top k); for each record a lookup
-  read, that record.
+  read, that record. A trace imported from a file (model `imported`, whichstage/traces/) depends instead on
+  the question, its own content and its source (imported_deps).
 - `tools/<case>`: the calls the trace made and the case's expected tools. It is free (DeepEval's
   ToolCorrectnessMetric on names, no model call), so a replay computes a stale one (rescored) rather than
   refusing: an edit to the expected tools alone pays for nothing and needs no live run.
@@ -35,7 +36,7 @@ from whichstage.judging import metrics as judging
 from whichstage._util.hashing import sha
 from whichstage.judging.metrics import OWN_METRICS, READS, Measure, judged_metrics, stage_of
 from whichstage.providers.backend_versions import code_version
-from whichstage.providers.names import OFFLINE
+from whichstage.providers.names import OFFLINE, is_imported
 from whichstage.recording.requests import AGAIN
 
 
@@ -60,7 +61,8 @@ class Inputs:
         self.judged = judge_identity(judge)
         self.planted = {p["id"] for p in self.pages if p.get("planted")}
         self.calibration: Optional[dict] = None  # the judge's calibration status, set by the run (evaluate)
-        self.counterfactual = "given_pages" in wanted
+        self.imported = is_imported(model)  # traces imported from a file: there is no agent to run again
+        self.counterfactual = "given_pages" in wanted and not self.imported
         self.parameters = loaded.described.parameters()
 
     @property
@@ -94,6 +96,8 @@ class Inputs:
         trace, whose retriever returned those pages; with `made`, the trace of the tools intervention, which
         began with those calls made for it."""
         retrievers = set(self.project.retrievers())
+        if self.imported:
+            return imported_deps(case)
 
         def deps(trace: dict) -> dict:
             found = {"question": sha(case["question"]), **self.common, **({"made calls": sha(made)} if made else {})}
@@ -120,6 +124,18 @@ class Inputs:
         hashes = hashes or field_hashes(case, trace, context)
         deps = {"metric": metric, **metric_identity(metric), **self.judged, **{f: hashes[f] for f in READS[metric]}}
         return lambda value: deps
+
+
+def imported_deps(case: dict) -> Callable[[dict], dict]:
+    """What an imported trace depends on: the case's question (and earlier turns), the trace's content and its
+    source (the file's trace and root span); never the agent's code, tools or model, which did not make it."""
+    def deps(trace: dict) -> dict:
+        source = trace.get("source") or {}
+        found = {"question": sha(case["question"]), "imported trace": sha({k: v for k, v in trace.items()
+                                                                           if k != "source"}),
+                 "source": f"{source.get('format')}:{source.get('trace_id')}:{source.get('span_id')}"}
+        return {**found, **({"history": sha(case["history"])} if case.get("history") else {})}
+    return deps
 
 
 def judge_input(case: dict) -> str:

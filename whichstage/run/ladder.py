@@ -148,7 +148,7 @@ def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict
     """rung -> what its ranking depends on: the question and every page; for vector also the project's rank
     function and the agent's code (or the reference index) and the embedder where it is used, for keyword
     the library and its settings. Nothing is recorded for a case that expects no page."""
-    if not case["expected_docs"]:
+    if not case["expected_docs"] or inputs.imported:  # imported traces: the project's retrieval is not theirs
         return {}
     read = {"question": sha(case["question"]), "pages": inputs.searched["pages"]}
     embedder = {"embedder": inputs.embedder, **versioned("embedder code", inputs.embedder)}

@@ -12,11 +12,11 @@ from whichstage.project import checks as own_checks, criteria
 from whichstage.run import ladder
 from whichstage.model import replay_check as shapes
 from whichstage.model.errors import InputError
-from whichstage.run.entries import Inputs, recorded_repeats, repeat, sha
+from whichstage.run.entries import Inputs, agent_entry, recorded_repeats, repeat, sha
 from whichstage.run.inputs import Loaded
 from whichstage.run.options import RunOptions
 from whichstage.judging.metrics import STRICT_FAITHFULNESS
-from whichstage.providers.names import embedder_name, is_offline, judge_name
+from whichstage.providers.names import embedder_name, is_imported, is_offline, judge_name
 from whichstage._util.console import cases as cases_text
 from whichstage.run.rows import case_row
 from whichstage.run.files import header, replay_targets, run_name
@@ -114,7 +114,8 @@ def replay(loaded: Loaded, *, model: Optional[str] = None, split: str = "dev", r
         names = read_key(path)
         cassette = Cassette(path, header(name, names["model"], names["embedder"], names["judge"]), Mode.REPLAY,
                             check=shapes.problem)
-        reports.append(evaluate(Inputs(loaded, names["model"], names["embedder"], names["judge"]),
+        chosen = imported_cases(loaded, cassette) if is_imported(names["model"]) else loaded
+        reports.append(evaluate(Inputs(chosen, names["model"], names["embedder"], names["judge"]),
                                 cassette, split=split, repeats=repeats))
     return reports
 
@@ -126,6 +127,31 @@ def subset(loaded: Loaded, cases: Optional[dict]) -> Loaded:
     chosen = copy.copy(loaded)
     chosen.cases = cases
     return chosen
+
+
+def imported_cases(loaded: Loaded, cassette: Cassette) -> Loaded:
+    """The project with only the cases a recording of imported traces holds a trace of (whichstage import)."""
+    held = [c for c in loaded.cases["cases"] if agent_entry(c) in cassette.recorded]
+    return subset(loaded, {**loaded.cases, "cases": held})
+
+
+def imported_current(inputs: Inputs, cassette: Cassette) -> None:
+    """Refuse a live run of imported traces before any call when one is stale or none is there: the agent that
+    made them is never run to record them again."""
+    if not inputs.cases["cases"]:
+        raise RecordingError(f"{shown(cassette.path)}: no imported trace of any case chosen: import traces first "
+                             "(whichstage import FILE)")
+    for case in inputs.cases["cases"]:
+        why = cassette.lookup(agent_entry(case), inputs.agent_deps(case))[1]
+        if why:
+            raise RecordingError(f"{shown(cassette.path)}: the imported trace of case {case['id']} is stale "
+                                 f"({', '.join(why)}): import the traces again (whichstage import FILE); the agent "
+                                 "is never run for an imported recording")
+
+
+def no_agent(given=None):
+    """The agent of an imported recording: there is none to run (imported_current refuses before it is asked)."""
+    raise InputError("an imported recording's traces are never recorded again by running the agent")
 
 
 class Interrupted(WhichstageError):
@@ -152,9 +178,12 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], in
     if plan:
         from whichstage.run import plan as plans
 
-    embedder, judge = embedder_name(), judge or judge_name()
+    embedder, judge, imported = embedder_name(), judge or judge_name(), is_imported(model)
+    if imported and (repeats and repeats > 1 or rerecord):
+        raise InputError((f"--repeats {repeats}" if not rerecord else "--rerecord") + ": an imported recording holds "
+                         "the traces of the file imported, and its agent is never run again: import the file again")
     if not plan:
-        preflight([model, embedder, judge])
+        preflight([judge] if imported else [model, embedder, judge])
     name, head = run_name(loaded.cases["name"], model, embedder, judge), header(loaded.cases["name"], model,
                                                                               embedder, judge)
     folder = loaded.project.folder / "recordings"
@@ -177,10 +206,17 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], in
         predict = plans.predictor(inputs, recorded)
     cassette = Cassette(path, head, Mode.RERECORD if rerecord else Mode.LIVE, predict=predict, also=also,
                         check=shapes.problem)
+    if imported:
+        try:
+            inputs = Inputs(imported_cases(subset(loaded, cases), cassette), model, embedder, judge)
+            imported_current(inputs, cassette)
+        except BaseException:
+            cassette.close()
+            raise
     progress = Progress(len(inputs.cases["cases"]), name, quiet or plan)
     for note in cassette.notes:
         progress.log(note)
-    build = agent.builder(inputs, model, embedder)
+    build = no_agent if imported else agent.builder(inputs, model, embedder)
     rounds = None
     if batch and not plan:
         from whichstage.run import batch as batches  # asyncio, for the rounds: a run without --batch need not load it

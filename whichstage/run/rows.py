@@ -19,6 +19,10 @@ from whichstage.scoring.tools import tool_verdict
 from whichstage.agent.reading import Unreadable
 
 
+# Why an intervention that runs the agent again has no run for an imported trace.
+NO_AGENT = "imported trace: no agent to re-run with the expected {}"
+
+
 def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
              stale: Optional[dict] = None, variant: str = "", made: Optional[list[dict]] = None) -> dict:
     """A report row from the case's current entries (of an intervention's run, with `variant`; `made`, the calls
@@ -85,7 +89,8 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     if row["first_failure"] == "retrieval":
         if not inputs.counterfactual:
             row["counterfactual"] = {"for": "retrieval", "available": False,
-                                     "why": "counterfactual not available: the factory takes no given_pages"}
+                                     "why": NO_AGENT.format("pages") if inputs.imported else
+                                     "counterfactual not available: the factory takes no given_pages"}
         else:
             again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
             row["counterfactual"] = counterfactual(again)
@@ -162,7 +167,10 @@ def also_spent(row: dict, run: dict) -> None:
 
 
 def expected_calls(inputs: Inputs, case: dict, row: dict) -> tuple[Optional[list[dict]], str]:
-    """The calls the tools intervention makes for a case failing at tools (scoring/diagnosis.calls_to_make)."""
+    """The calls the tools intervention makes for a case failing at tools (scoring/diagnosis.calls_to_make);
+    none for an imported trace, whose agent cannot run."""
+    if inputs.imported:
+        return None, NO_AGENT.format("calls")
     return calls_to_make(case, row["tool_calls"], inputs.parameters, inputs.project.retrievers())
 
 
