@@ -5,6 +5,7 @@ import functools
 import gc
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -299,6 +300,56 @@ def pytest_xdist_auto_num_workers(config) -> int:
     the suite's time is spent waiting (a timeout that must expire, a stand-in's answer, a child process), and the
     extra worker's tests run meanwhile."""
     return len(os.sched_getaffinity(0)) + 1
+
+
+def pytest_configure(config):
+    keep_rewritten_tests(config)
+
+
+def keep_rewritten_tests(config) -> None:
+    """Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, as on this machine), pytest caches no test
+    module's rewritten asserts either, and every process rewrites every test module again on collection: ~3.5 s
+    of CPU in each pytest-xdist worker (its AST pass, not the compile), more on a heap as big as DeepEval's. This
+    keeps them in pytest's own cache folder (.pytest_cache/d/rewritten, beside what its cacheprovider keeps),
+    each checked by its source's hash as pytest checks its own (a stale one is rewritten again, never used);
+    Python's bytecode still goes nowhere. Workers of one run racing to write one file each replace it whole."""
+    if not sys.dont_write_bytecode or getattr(config, "cache", None) is None:
+        return  # pytest keeps them itself, in __pycache__; or no cache folder to keep them in (-p no:cacheprovider)
+    try:
+        from _pytest.assertion import rewrite
+
+        state, rewrite_test = config.stash[rewrite.assertstate_key], rewrite._rewrite_test
+        folder, tail = config.cache.mkdir("rewritten"), rewrite.PYC_TAIL
+    except (ImportError, AttributeError, KeyError):  # another pytest's internals, or --assert=plain: as pytest does
+        return
+
+    def cache_dir(path: Path) -> Path:
+        return folder / Path(*Path(path).parts[1:-1])
+
+    def rewritten(path: Path, config):
+        source_hash, code = rewrite_test(path, config)
+        pyc = cache_dir(path) / (path.name[:-3] + tail)
+        pyc.parent.mkdir(parents=True, exist_ok=True)
+        rewrite._write_pyc(state, code, source_hash, pyc)
+        return source_hash, code
+
+    rewrite.get_cache_dir, rewrite._rewrite_test = cache_dir, rewritten
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session):
+    """No cyclic garbage collection while the tests are collected, then the heap frozen: importing the test
+    modules loads DeepEval, LangChain and the SDKs, and each collection on the way (rewriting a test module's
+    asserts makes many objects) walked all of it again (~4 s of CPU a pytest-xdist worker). Frozen, what
+    collection loaded is never walked again; the tests' own objects are collected as before."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def pytest_unconfigure(config):
