@@ -58,14 +58,10 @@ def copy_files(source: Path, into: Path, patterns: tuple[str, ...]) -> None:
 
 def copy_cases(into: Path, cases, marker: str = "") -> Path:
     """A copy of the project (copy_project) whose cases.json holds only the cases with the ids `cases`, the
-    first one's reference ending with `marker` (a stand-in's fault marker) when given; without the offline
-    judge's calibration report, which decides the verdicts it judges again: a stand-in provider's judge has
-    none, so the offline replay there stays comparable with its run."""
+    first one's reference ending with `marker` (a stand-in's fault marker) when given."""
     import json
 
     project = copy_project(into)
-    for report in (project / "runs").glob("calibration+*.json"):
-        report.unlink()
     data = json.loads((project / "cases.json").read_text())
     data["cases"] = [c for c in data["cases"] if c["id"] in cases]
     if marker:

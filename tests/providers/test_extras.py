@@ -32,8 +32,7 @@ def test_each_extra_of_the_package_is_what_the_preflight_checks_and_the_lock_pin
     root = Path(__file__).parents[2]
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     named = {extra: sorted(re.split(r"[<>=]", p)[0] for p in packages) for extra, packages in extras.items()}
-    traces = named.pop("traces", [])  # the conventions' packages (trace import, --export otel): no model's extra
     assert named == {extra: sorted(packages) for extra, packages in model_code.EXTRAS.items()}
     pinned = {line.split("==")[0].lower() for line in (root / "requirements-lock.txt").read_text().splitlines()
               if "==" in line and not line.startswith("#")}
-    assert {p for packages in model_code.EXTRAS.values() for p in packages} | set(traces) <= pinned
+    assert {p for packages in model_code.EXTRAS.values() for p in packages} <= pinned
