@@ -574,6 +574,24 @@ def recorded_init(folder: Path, edit: Callable[[Path, dict], None]) -> Path:
     return folder
 
 
+INIT_RUN = "acme-notes+rules+hash+lexical"  # the name of an `init` project's offline recording and reports
+
+
+def init_entries(folder: Path) -> dict:
+    """The entries of an `init` project's offline recording (recorded_init)."""
+    import json
+
+    return json.loads((folder / "recordings" / f"{INIT_RUN}.json").read_text())["entries"]
+
+
+def init_row(folder: Path, cid: str, split: str = "") -> dict:
+    """Case `cid`'s row in an `init` project's offline report (`split` "all": the report of every case)."""
+    import json
+
+    report = json.loads((folder / "runs" / f"{INIT_RUN}{'.' + split if split else ''}.json").read_text())
+    return next(r for r in report["rows"] if r["id"] == cid)
+
+
 # ---- helpers shared by test files of one subject ------------------------------------------------------
 
 def edit_file(path: Path, old: str, new: str) -> None:

@@ -4,7 +4,7 @@ replayed without a model and staled by exactly what they read."""
 import json
 from pathlib import Path
 
-from conftest import OFFLINE, recorded_init
+from conftest import OFFLINE, init_entries, init_row, recorded_init
 from whichstage.cli import run as evaluate
 
 CASE = "offline-edits"
@@ -18,12 +18,11 @@ def expecting(fact: str):
 
 
 def entries(folder: Path) -> dict:
-    return json.loads((folder / "recordings" / "acme-notes+rules+hash+lexical.json").read_text())["entries"]
+    return init_entries(folder)
 
 
 def row(folder: Path) -> dict:
-    report = json.loads((folder / "runs" / "acme-notes+rules+hash+lexical.json").read_text())
-    return next(r for r in report["rows"] if r["id"] == CASE)
+    return init_row(folder, CASE)
 
 
 def answer_without_the_fact(fake_models) -> None:

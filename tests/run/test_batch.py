@@ -203,3 +203,11 @@ def entries_of(project) -> dict[str, dict]:
     """Each entry of the project's Gemini recording, by name, with what it depends on."""
     path = next((project / "recordings").glob("docs-assistant+gemini-*.json"))
     return {name: entry["deps"] for name, entry in json.loads(path.read_text())["entries"].items()}
+
+
+def test_a_verdict_judged_again_is_a_batch_request_of_its_own():
+    from whichstage.run.batch import request_key
+
+    first = request_key("gemini-3.8-flash", "Is it stated?", None)
+    assert request_key("gemini-3.8-flash", "Is it stated?", None, "#again") != first
+    assert request_key("gemini-3.8-flash", "Is it stated?", None, "") == first  # a journal's keys stay as they were

@@ -4,7 +4,7 @@ staled by what the verdict reads; a verdict that passes when judged again is 'ju
 import json
 from pathlib import Path
 
-from conftest import OFFLINE, recorded_init
+from conftest import OFFLINE, init_entries, init_row, recorded_init
 from whichstage.cli import run as evaluate
 
 CASE = "offline-edits"
@@ -28,12 +28,11 @@ def recheck_within(folder: Path, within: float) -> None:
 
 
 def entries(folder: Path) -> dict:
-    return json.loads((folder / "recordings" / "acme-notes+rules+hash+lexical.json").read_text())["entries"]
+    return init_entries(folder)
 
 
 def row(folder: Path) -> dict:
-    report = json.loads((folder / "runs" / "acme-notes+rules+hash+lexical.json").read_text())
-    return next(r for r in report["rows"] if r["id"] == CASE)
+    return init_row(folder, CASE)
 
 
 def covered_the_second_time(fake_models) -> None:

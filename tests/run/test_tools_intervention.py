@@ -1,10 +1,9 @@
 """The tools intervention: a case failing at tools runs again with its expected calls made for the agent
 through its own tools (an action never runs), then left to answer; tool choice is the cause when the case
 then passes. Recorded as an entry of its own and replayed without a model."""
-import json
 from pathlib import Path
 
-from conftest import OFFLINE, recorded_init
+from conftest import OFFLINE, init_entries, init_row, recorded_init
 from whichstage.cli import run as evaluate
 from whichstage.scoring.diagnosis import calls_to_make
 
@@ -12,12 +11,11 @@ CASE = "order-status"
 
 
 def row(folder: Path) -> dict:
-    report = json.loads((folder / "runs" / "acme-notes+rules+hash+lexical.all.json").read_text())
-    return next(r for r in report["rows"] if r["id"] == CASE)
+    return init_row(folder, CASE, "all")
 
 
 def entries(folder: Path) -> dict:
-    return json.loads((folder / "recordings" / "acme-notes+rules+hash+lexical.json").read_text())["entries"]
+    return init_entries(folder)
 
 
 def answers_unasked(fake_models) -> None:

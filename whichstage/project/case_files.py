@@ -5,7 +5,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 from whichstage.model.errors import InputError
 from whichstage.project.peer_cases import COLUMNS, DEEPEVAL, FORMATS, RAGAS, peer_of
@@ -52,25 +52,26 @@ def json_rows(text: str, label: str) -> Iterator[tuple[str, dict]]:
     """A JSON list of objects (DeepEval's .json) as '[i]' rows, else JSON Lines as 'line N' rows (blank lines
     skipped)."""
     if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{label}: line {e.lineno}: malformed JSON: {e.msg}") from None
-        except RecursionError:
-            raise InputError(f"{label}: nested too deeply to read") from None
-        for i, item in enumerate(items):
+        for i, item in enumerate(parsed(text, label)):
             yield object_row(item, label, f"[{i}]")
         return
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(f"{label}: line {number}: malformed JSON at column {e.colno}: {e.msg}") from None
-        except RecursionError:
-            raise InputError(f"{label}: line {number}: nested too deeply to read") from None
-        yield object_row(item, label, f"line {number}")
+        if line.strip():
+            item = parsed(line, label, number)
+            yield object_row(item, label, f"line {number}")
+
+
+def parsed(text: str, label: str, line: Optional[int] = None) -> Any:
+    """`text` as JSON (the whole file, or its line `line`); a malformed or too deeply nested one is an InputError
+    naming `label` and the line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno}: malformed JSON" if line is None else \
+            f"line {line}: malformed JSON at column {e.colno}"
+        raise InputError(f"{label}: {where}: {e.msg}") from None
+    except RecursionError:
+        raise InputError(f"{label}: {'' if line is None else f'line {line}: '}nested too deeply to read") from None
 
 
 def object_row(item: object, label: str, where: str) -> tuple[str, dict]:

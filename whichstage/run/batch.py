@@ -41,6 +41,7 @@ from whichstage.calls.retries import CallFailed
 from whichstage.calls.errors import one_line
 from whichstage.providers.names import model_of, provider_of
 from whichstage.providers.settings import env_seconds
+from whichstage.recording.requests import repeat_of
 from whichstage._util.redact import outside_text
 
 POLL_S = 10.0  # between batches.get calls: a batch takes minutes to hours
@@ -52,16 +53,19 @@ PROVIDERS = {"google_genai": "run.batch_gemini:GeminiBatches", "openai": "run.ba
              "anthropic": "run.batch_anthropic:AnthropicBatches"}
 
 
-METRIC: contextvars.ContextVar[str] = contextvars.ContextVar("metric", default="")  # which metric asks
+METRIC: contextvars.ContextVar[str] = contextvars.ContextVar("metric", default="")  # which entry's metric asks
 
 
 class BatchFailed(Exception):
     """A judge request whose batch, or whose own answer in it, failed."""
 
 
-def request_key(model: str, prompt: str, schema) -> str:
+def request_key(model: str, prompt: str, schema, repeat: str = "") -> str:
+    """A batch request's id: its content's hash, and the run number of an entry repeated on purpose
+    (recording.requests.repeat_of), so a verdict judged again is never answered with its first request's."""
     shape = schema.model_json_schema() if schema is not None else None
-    return hashlib.sha256(json.dumps([model, prompt, shape], sort_keys=True).encode()).hexdigest()[:20]
+    content = [model, prompt, shape, *([repeat] if repeat else [])]
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def transient(error: BaseException) -> bool:
@@ -123,7 +127,7 @@ class Rounds:
 
     async def ask(self, prompt: str, schema) -> dict:
         """The judge's answer to one request: from the journal, or from the next round's batch."""
-        key = request_key(self.model, prompt, schema)
+        key = request_key(self.model, prompt, schema, repeat_of(METRIC.get()))
         if key in self.journal.answers:
             return self.answered(key)
         future = asyncio.get_running_loop().create_future()

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Optional, Protocol, cast
 
-from whichstage.recording.requests import AGAIN
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.run.entries import EXPECTED_CALLS, EXPECTED_PAGES, Inputs, agent_entry, case_entries, repeat
 from whichstage.run.ladder import Rankers
@@ -148,9 +147,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         return {name: need for name, need in needed.items() if cassette.lookup(name, need[0])[0] is ABSENT}
 
     def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
-        # a verdict judged again is asked directly: a batch would serve it the first request's answer
-        if live.batch is not None and name.startswith("judge/") and not name.endswith(AGAIN) \
-                and not cassette.has(name):
+        if live.batch is not None and name.startswith("judge/") and not cassette.has(name):
             if cassette.lookup(name, deps_of)[0] is ABSENT:
                 with lock:
                     deferred.append((case, name, deps_of, compute))
