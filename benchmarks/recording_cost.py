@@ -28,7 +28,7 @@ report, _, errors = evaluate.record(loaded, RunOptions("rules", concurrency=4, r
 took = time.perf_counter() - start
 assert not errors
 from pathlib import Path
-from whichstage.recording import read_recording
+from whichstage.recording.format import read_recording
 recorded = sum(len(read_recording(p)["entries"]) for p in (Path(sys.argv[1]) / "recordings").glob("*.json"))
 print(f"{took:.3f} {recorded}")
 """

@@ -133,3 +133,24 @@ def test_an_import_that_reaches_up_a_layer_is_found():
 def test_no_import_reaches_up_a_layer():
     found = upward(import_graph())
     assert not found, "imports that reach up a layer: " + "; ".join(found)
+
+
+# whichstage.testing is a documented entry (docs/testing.md): `from whichstage.testing import project_cases`.
+PUBLIC_FOLDERS = {"whichstage.testing"}
+
+
+def facades() -> list[str]:
+    """Every folder's __init__ that imports a name of its own folder at module level (a re-export), as 'a <- b'."""
+    found = []
+    for path in sorted(PACKAGE.glob("*/__init__.py")):
+        folder = module_name(path)
+        if folder in PUBLIC_FOLDERS:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(folder + "."):
+                found.append(f"{folder} <- {node.module}")
+    return found
+
+
+def test_no_folder_re_exports_its_modules():
+    assert not facades(), "re-exports inside the package: " + "; ".join(facades())

@@ -6,7 +6,8 @@ from pathlib import Path
 from whichstage._util.exits import Exit
 from whichstage.scoring.summary import summarize
 from whichstage.analysis import calibration as calibrate
-from whichstage import recording as cassette
+from whichstage._util.files import write_atomic
+from whichstage.recording.store import Cassette
 from whichstage.cli import run as evaluate
 
 from conftest import OFFLINE_RUN, interrupt_after_runs, edit_json as edit
@@ -25,9 +26,9 @@ def test_a_live_run_with_nothing_missing_says_only_that(live_project, monkeypatc
     edit(live_project / "cases.json", lambda cases: cases["cases"][0].update(question="Where is my data kept?"))
     with monkeypatch.context() as m:
         def killed_before_the_journal_was_removed(self, keep=None) -> bool:
-            cassette.write_atomic(self.path, self.dumps())
+            write_atomic(self.path, self.dumps())
             return True
-        m.setattr(cassette.Cassette, "save", killed_before_the_journal_was_removed)
+        m.setattr(Cassette, "save", killed_before_the_journal_was_removed)
         assert evaluate.main(["--live", "--quiet"]) == 0
     assert (live_project / JOURNAL).is_file()  # every entry it holds is in the recording too
     capsys.readouterr()

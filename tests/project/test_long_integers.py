@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from conftest import edit_file as edit, one_line_refusal as refused
-from whichstage import recording as cassette
+from whichstage.recording.journal import read_journal
 from whichstage.analysis import compare
 from whichstage.cli import run as evaluate
 
@@ -66,7 +66,7 @@ def test_a_long_integer_in_a_journal_line_makes_that_line_damaged_not_a_tracebac
     journal = tmp_path / ".run.partial.jsonl"
     whole = json.dumps({"entry": "agent/a", "deps": {}, "value": 1})
     journal.write_text('{"models": {}}\n' + whole + "\n" + whole.replace(": 1}", f": {LONG}}}") + "\n")
-    read = cassette.read_journal(journal)
+    read = read_journal(journal)
     assert list(read["entries"]) == ["agent/a"] and len(read["damaged"]) == 1 and LONG in read["damaged"][0]
 
 
