@@ -2,8 +2,9 @@
 printing it. Reports are returned, not written to runs/; recordings are read and written as by the commands.
 A report is a plain dict that whichstage.Report describes (`Report.model_validate(report)` checks one)."""
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Union, cast
 
+from whichstage.model.dicts import ReportDict
 from whichstage.run.inputs import Loaded
 from whichstage.calls.pool import DEFAULT_CONCURRENCY
 
@@ -25,16 +26,16 @@ def loaded(project_or_folder: Union[Loaded, Folder]) -> Loaded:
 
 
 def replay(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev",
-           model: Optional[str] = None) -> list[dict]:
+           model: Optional[str] = None) -> list[ReportDict]:
     """The report of `split` ("dev", "holdout" or "all") of every recorded run (of `model` alone if given),
-    offline; a stale recording raises whichstage.recording.RecordingError saying what changed."""
+    offline; a stale recording raises a RecordingError (a WhichstageError) saying what changed."""
     from whichstage.run import pipeline
 
     return pipeline.replay(loaded(project_or_folder), model=model, split=split)
 
 
 def record(project_or_folder: Union[Loaded, Folder] = ".", *, split: str = "dev", model: Optional[str] = None,
-           concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> dict:
+           concurrency: int = DEFAULT_CONCURRENCY, rerecord: bool = False, quiet: bool = True) -> ReportDict:
     """`--live`: call the models (`model` or DOCS_MODEL, DOCS_EMBEDDER, DOCS_JUDGE) for every entry missing or
     stale, save the recording once every call succeeded, and return the report of `split`."""
     from whichstage.run import pipeline
@@ -53,7 +54,8 @@ def compare_runs(a: Union[dict, Folder], b: Union[dict, Folder]) -> dict:
     tests overall and per stage. `a` and `b` are reports (as replay returns them) or their JSON files."""
     from whichstage.analysis import compare
 
-    reports = [given if isinstance(given, dict) else compare.load_report(str(given)) for given in (a, b)]
+    reports = [cast(ReportDict, given) if isinstance(given, dict) else compare.load_report(str(given))
+               for given in (a, b)]
     return compare.comparison(*reports)
 
 
@@ -75,7 +77,7 @@ def export_results(reports: Union[dict, list[dict]], path: Folder, mode: str = "
     "csv" (one row per case and stage); atomically. A bad mode raises InputError naming the valid ones."""
     from whichstage.render.export import export
 
-    export([reports] if isinstance(reports, dict) else list(reports), mode, Path(path))
+    export(cast(list[ReportDict], [reports] if isinstance(reports, dict) else list(reports)), mode, Path(path))
 
 
 def _project(project_or_folder: Union[Loaded, Folder]):

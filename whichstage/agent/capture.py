@@ -4,7 +4,7 @@ callbacks, the answer and the token counts, and the actions proposed (never run:
 Reading those as pages is whichstage/agent/reading.py's job, at scoring time."""
 import json
 import threading
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 from whichstage.agent.actions import MARKER
 
@@ -86,7 +86,7 @@ def messages_of(history: list[dict]) -> list:
     return messages
 
 
-def made_for(agent, calls: list[dict], handler) -> list:
+def made_for(agent, calls: Sequence[Mapping[str, Any]], handler) -> list:
     """The tool calls `calls` made for the agent through its own tools (an action's stand-in for an action,
     so it never runs), as the messages an agent that had made them would hold: its call, then each output."""
     from langchain_core.messages import AIMessage
@@ -98,7 +98,8 @@ def made_for(agent, calls: list[dict], handler) -> list:
     return [AIMessage(content="", tool_calls=made), *outputs]
 
 
-def run(agent, question: str, history: Optional[list[dict]] = None, made: Optional[list[dict]] = None) -> dict:
+def run(agent, question: str, history: Optional[list[dict]] = None,
+        made: Optional[Sequence[Mapping[str, Any]]] = None) -> dict:
     """Run one question through any agent of the contract and keep its whole trajectory; `history` is the
     case's earlier turns (a follow-up), which the agent receives before the question; `made`, tool calls made
     for it before it goes on (the tools intervention), which the trace holds as its own. The trace is of the

@@ -12,11 +12,12 @@ raises PageRuleError, the configuration's fault in every case alike.
 """
 import json
 import re
-from typing import Any, Optional, cast
+from typing import Any, Mapping, Optional, cast
 
 from whichstage.model.errors import InputError
 from whichstage._util.jsontext import loads
 from whichstage.project.config import ToolRole
+from whichstage.model.dicts import TraceDict
 
 TEXT_FIELDS = ("text", "page_content", "content")
 
@@ -101,7 +102,7 @@ def line_end(content: str, at: int) -> int:
     return len(content) if end < 0 else end
 
 
-def pages_of(output: dict, role: ToolRole, corpus: set[str]) -> list[dict]:
+def pages_of(output: Mapping[str, Any], role: ToolRole, corpus: set[str]) -> list[dict]:
     """One retriever call's items, ranked: [{"id", "text", "page"}] (`page` the page an item belongs to, its id
     unless the tool declares a page rule), by the order of sources in the module docstring."""
     tool, content, ids = output["tool"], output.get("content", ""), role.ids
@@ -181,7 +182,7 @@ def nothing_at(value: Any, path: list[str]) -> str:
     return f"it has no {'.'.join(path)!r} ({'.'.join(path[:-1]) or 'the chunk'} holds {has})"
 
 
-def read(trace: dict, roles: dict, corpus: set[str]) -> dict:
+def read(trace: TraceDict, roles: dict, corpus: set[str]) -> dict:
     """What the trace did, by role: `searches` (per retriever call, the page of each item it returned, in its
     order: two chunks of one page name it twice, and scoring counts it once), `chunks` (per retriever call,
     each item's id, page and text), `retrieved` (all pages, in order), `searched` (any retriever called),

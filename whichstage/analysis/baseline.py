@@ -15,6 +15,7 @@ from whichstage.run import ladder
 from whichstage._util.files import read_json
 from whichstage.scoring.gating import stage_order, threshold_differences
 from whichstage._util.exits import WhichstageError
+from whichstage.model.dicts import ReportDict
 
 TOLERANCE = stages.TOLERANCE
 CRITERIA_CHANGED = ": a [criteria.NAME] was added, removed or given another rubric, reads or threshold"
@@ -32,7 +33,7 @@ class Verdict(NamedTuple):
     other: list[str]  # regressions of no case or stage: the retrieval ladder's
 
 
-def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
+def from_report(report: ReportDict, tolerance: float = TOLERANCE) -> dict:
     """The parts of a report a later run is held to."""
     return {"measured_with": {f: report["key"].get(f) for f in MEASURED_WITH}
             | {"threshold": report["threshold"], "thresholds": report.get("thresholds", {}),
@@ -40,7 +41,7 @@ def from_report(report: dict, tolerance: float = TOLERANCE) -> dict:
             "tolerance": tolerance,
             "pass_rate": report["summary"]["pass_rate"],
             "stages": report["summary"]["stages"],
-            "retrieval": {r["id"]: r["retrieval"]["recall"] for r in report["rows"] if r.get("retrieval")},
+            "retrieval": {r["id"]: v["recall"] for r in report["rows"] if (v := r.get("retrieval"))},
             "first_failures": {r["id"]: r["first_failure"] for r in report["rows"]},
             "cases": {r["id"]: gate.case_record(r) for r in report["rows"]},
             "ladder": ladder.baseline_part(report["rows"])}
@@ -73,7 +74,7 @@ def load(path: Path) -> dict:
     return data
 
 
-def select(reports: list[dict], saved: Optional[dict]) -> dict:
+def select(reports: list[ReportDict], saved: Optional[dict]) -> ReportDict:
     """The one report a baseline applies to: the only one, or the one of the saved baseline's model."""
     if len(reports) == 1:
         return reports[0]
@@ -90,7 +91,7 @@ def select(reports: list[dict], saved: Optional[dict]) -> dict:
                         "or DOCS_JUDGE")
 
 
-def check(report: dict, baseline: dict, tolerances: Optional[gate.Tolerances] = None) -> Verdict:
+def check(report: ReportDict, baseline: dict, tolerances: Optional[gate.Tolerances] = None) -> Verdict:
     """Regressions of `report` against `baseline`; refuses a baseline measured another way. `tolerances` are
     the project's (evals.toml), else the one the baseline was saved with."""
     current = from_report(report, baseline["tolerance"])

@@ -6,12 +6,13 @@ from typing import Optional
 from whichstage.model.errors import one_line
 from whichstage.model.report import MEASURED_BY
 from whichstage.scoring.gating import threshold_differences
+from whichstage.model.dicts import ReportDict
 
 SHOWN_IDS = 3  # how many differing case ids a refusal names
 ANYWAY = "or pass --across to compare them anyway"
 
 
-def case_differences(path_a: str, report_a: dict, path_b: str, report_b: dict) -> Optional[str]:
+def case_differences(path_a: str, report_a: ReportDict, path_b: str, report_b: ReportDict) -> Optional[str]:
     """Why two reports do not hold the same cases (different splits, or different case ids), or None."""
     ids_a, ids_b = [r["id"] for r in report_a["rows"]], [r["id"] for r in report_b["rows"]]
     in_a, in_b = set(ids_a), set(ids_b)
@@ -42,12 +43,12 @@ def measurement_differences(key_a: dict, key_b: dict) -> list[str]:
         [f"{field} (A: {a}, B: {b})" for field, a, b in threshold_differences(key_a, key_b)]
 
 
-def measured_with(report: dict) -> dict:
+def measured_with(report: ReportDict) -> dict:
     """A report's key with its thresholds: everything its scores were measured with."""
     return {**report["key"], "threshold": report["threshold"], "thresholds": report.get("thresholds")}
 
 
-def refusal(path_a: str, report_a: dict, path_b: str, report_b: dict) -> Optional[str]:
+def refusal(path_a: str, report_a: ReportDict, path_b: str, report_b: ReportDict) -> Optional[str]:
     """Why two runs are not compared without --across (measured differently, or of other cases), naming the
     option; None when they compare as they are."""
     differences = measurement_differences(measured_with(report_a), measured_with(report_b))
@@ -63,7 +64,7 @@ def value_text(value: object) -> str:
     return one_line(value) if isinstance(value, str) else json.dumps(value)
 
 
-def across_lines(report_a: dict, report_b: dict) -> list[str]:
+def across_lines(report_a: ReportDict, report_b: ReportDict) -> list[str]:
     """For --across, what differs between the two runs, 'field: A value -> B value' each (every key field,
     the thresholds, the split), and the cases only one holds; nothing when they differ in none."""
     key_a, key_b = report_a["key"], report_b["key"]
@@ -81,7 +82,7 @@ def across_lines(report_a: dict, report_b: dict) -> list[str]:
     return ["compared across (--across); A and B differ in:", *lines] if lines else []
 
 
-def common_cases(report_a: dict, report_b: dict) -> tuple[dict, dict]:
+def common_cases(report_a: ReportDict, report_b: ReportDict) -> tuple[ReportDict, ReportDict]:
     """Both reports with only the rows of the cases both hold, each in its own order."""
     ids_a, ids_b = {r["id"] for r in report_a["rows"]}, {r["id"] for r in report_b["rows"]}
     return ({**report_a, "rows": [r for r in report_a["rows"] if r["id"] in ids_b]},

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from whichstage.model.dicts import ReportDict
 from whichstage._util import console
 from whichstage._util.files import printable_stdout, shown, write_atomic
 from whichstage.analysis.compare_diff import comparison, diagnosis_change, ids, paired_text, reason, run_line
@@ -23,7 +24,7 @@ from whichstage.run.files import HISTORY, kept_labels, labelled
 from whichstage._util.stats import rate_text
 from whichstage._util.ending import ended
 
-def render(path_a: str, report_a: dict, path_b: str, report_b: dict) -> str:
+def render(path_a: str, report_a: ReportDict, path_b: str, report_b: ReportDict) -> str:
     """The whole comparison as text."""
     c = comparison(report_a, report_b)
     d = c["diff"]

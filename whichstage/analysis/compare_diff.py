@@ -6,19 +6,20 @@ from whichstage.model.report import ERROR
 from whichstage.render.row_view import failure_reason
 from whichstage.scoring.gating import stage_order, stage_results
 from whichstage._util.stats import ALPHA, mcnemar_exact, rate, rate_text
+from whichstage.model.dicts import ReportDict, RowDict
 
 NOISE = "not distinguishable from noise at 5%"
 
 
-def passed(row: dict) -> bool:
+def passed(row: RowDict) -> bool:
     return row["first_failure"] is None
 
 
-def errored(row: dict) -> bool:
+def errored(row: RowDict) -> bool:
     return row["first_failure"] == ERROR
 
 
-def reason(row: dict) -> str:
+def reason(row: RowDict) -> str:
     """Why a row failed: the run's error text, or evaluate's reason for its first failing stage."""
     if errored(row):
         return row.get("error") or "no error text recorded"
@@ -36,7 +37,7 @@ def diagnosis_change(a: dict, b: dict) -> str:
     return f"diagnosis in B: {cause_b}" + (f" ({outcome})" if outcome else "") + f"; in A: {cause_a or 'none'}"
 
 
-def diff_cases(rows_a: list[dict], rows_b: list[dict]) -> dict[str, list]:
+def diff_cases(rows_a: list[RowDict], rows_b: list[RowDict]) -> dict[str, list]:
     """Sort the cases into fixed, broken, changed stage, errored and one-sided, in A's case order."""
     by_id_a, by_id_b = {r["id"]: r for r in rows_a}, {r["id"]: r for r in rows_b}
     both = [cid for cid in by_id_a if cid in by_id_b]
@@ -52,24 +53,24 @@ def diff_cases(rows_a: list[dict], rows_b: list[dict]) -> dict[str, list]:
             "only_b": [cid for cid in by_id_b if cid not in by_id_a]}
 
 
-def stage_passes(row: dict, stage: str) -> Optional[bool]:
+def stage_passes(row: RowDict, stage: str) -> Optional[bool]:
     """Whether one stage passed for a row; None when the row did not measure that stage."""
     return None if errored(row) else stage_results(row).get(stage)
 
 
-def stage_rate(report: dict, stage: str) -> dict:
+def stage_rate(report: ReportDict, stage: str) -> dict:
     verdicts = [stage_passes(r, stage) for r in report["rows"]]
     measured = [v for v in verdicts if v is not None]
     return rate(sum(measured), len(measured))
 
 
-def overall_rate(report: dict) -> dict:
+def overall_rate(report: ReportDict) -> dict:
     """The share of cases passing every stage; as in evaluate's summary, errored cases are not scored."""
     scored = [r for r in report["rows"] if not errored(r)]
     return rate(sum(passed(r) for r in scored), len(scored))
 
 
-def run_line(label: str, path: str, report: dict) -> str:
+def run_line(label: str, path: str, report: ReportDict) -> str:
     """One run's pass rate, and how many of its cases errored."""
     errors = sum(errored(r) for r in report["rows"])
     return (f"{label}: {path}  model {report['key'].get('model', 'none')}  pass {rate_text(overall_rate(report))}"
@@ -80,7 +81,7 @@ def ids(rows_or_ids: list) -> str:
     return ", ".join(r if isinstance(r, str) else r["id"] for r in rows_or_ids)
 
 
-def paired_test(rows_a: list[dict], rows_b: list[dict], stage: Optional[str] = None) -> dict:
+def paired_test(rows_a: list[RowDict], rows_b: list[RowDict], stage: Optional[str] = None) -> dict:
     """The exact McNemar test on the cases both runs scored: overall (passes every stage) or for one stage.
 
     A case is paired when it is in both runs and errored in neither; for a stage, also only when both runs
@@ -122,7 +123,7 @@ def paired_text(test: dict) -> str:
             f"case{'' if test['paired'] == 1 else 's'}; exact McNemar p = {p_text(test['p'])}: {verdict(test)}")
 
 
-def comparison(report_a: dict, report_b: dict) -> dict:
+def comparison(report_a: ReportDict, report_b: ReportDict) -> dict:
     """Everything both renderings show: the case diff, the paired tests and the per-stage pass rates."""
     rows_a, rows_b = report_a["rows"], report_b["rows"]
     return {"diff": diff_cases(rows_a, rows_b), "overall": paired_test(rows_a, rows_b),

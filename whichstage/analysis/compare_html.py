@@ -2,6 +2,7 @@
 network, every value escaped."""
 from typing import Sequence
 
+from whichstage.model.dicts import ReportDict
 from whichstage.analysis.compare_diff import (ALPHA, comparison, diagnosis_change, overall_rate, p_text, paired_text,
                                               reason, run_line, verdict)
 from whichstage.render.html_markup import CSS, escaped
@@ -27,7 +28,7 @@ def _case_list(title: str, items: list[tuple[str, str]]) -> str:
     return f"<h2>{escaped(title)} ({len(items)})</h2>" + (f"<ul>{listed}</ul>" if listed else "<p>none</p>")
 
 
-def html_page(path_a: str, report_a: dict, path_b: str, report_b: dict, notes: Sequence[str] = ()) -> str:
+def html_page(path_a: str, report_a: ReportDict, path_b: str, report_b: ReportDict, notes: Sequence[str] = ()) -> str:
     """The comparison as one self-contained HTML page: inline CSS (html_report's), nothing from the network,
     every value escaped; `notes`, what differs between runs compared --across, at the top."""
     c = comparison(report_a, report_b)

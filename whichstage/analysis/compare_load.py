@@ -1,7 +1,9 @@
 """A report read back by compare: read, recognised as a report, and checked against whichstage.model.report,
 each problem one line naming the file, the row and the field."""
 from pathlib import Path
+from typing import cast
 
+from whichstage.model.dicts import ReportDict
 from whichstage._util.files import read_json
 from whichstage.model.report import check_report
 from whichstage._util.exits import WhichstageError
@@ -11,7 +13,7 @@ class CompareError(WhichstageError):
     """A report that cannot be compared: unreadable, not a report, or measured differently."""
 
 
-def load_report(path: str) -> dict:
+def load_report(path: str) -> ReportDict:
     """Read one saved report and check it against the Report model, turning every way it can be unusable into
     a one-line error naming the file as typed."""
     report = read_json(Path(path), CompareError, path)
@@ -21,7 +23,7 @@ def load_report(path: str) -> dict:
     problem = check_report(report)
     if problem:
         raise CompareError(f"{path}: {problem}")
-    return report
+    return cast(ReportDict, report)  # checked against the Report model
 
 
 def looks_like_report(data: object) -> bool:

@@ -13,6 +13,7 @@ from whichstage.model.stages import OVERALL, TOLERANCE
 from whichstage.scoring.gating import stage_order, stage_results
 from whichstage.render.row_view import stage_reason
 from whichstage._util.stats import ALPHA, mcnemar_exact, rate
+from whichstage.model.dicts import RowDict
 
 
 
@@ -57,33 +58,34 @@ class GateResult:
     stages: list[StageCheck]
 
 
-def case_record(row: dict) -> dict:
+def case_record(row: RowDict) -> dict:
     """What the baseline keeps of one case: each stage's pass, retrieval's recall, and the checks in code it
     failed."""
     if row.get("error"):
         return {"error": True, "stages": {}, "in_code": []}
     results = stage_results(row)
-    record = {"stages": {s: results[s] for s in stage_order([row]) if s in results},
-              "in_code": sorted(in_code_failures(row)),
-              "first_failure": row.get("first_failure")}
-    if row.get("retrieval") is not None:
-        record["recall"] = row["retrieval"]["recall"]
+    record: dict = {"stages": {s: results[s] for s in stage_order([row]) if s in results},
+                    "in_code": sorted(in_code_failures(row)),
+                    "first_failure": row.get("first_failure")}
+    retrieval = row.get("retrieval")
+    if retrieval is not None:
+        record["recall"] = retrieval["recall"]
     return record
 
 
-def in_code_failures(row: dict) -> dict[str, str]:
+def in_code_failures(row: RowDict) -> dict[str, str]:
     """The row's failed checks in code, by name ('tools', 'behaviour: must_not', ...), each with its reason."""
     if row.get("error"):
         return {}
-    found = {}
-    if row.get("tools") is not None and not row["tools"]["pass"]:
+    found, tools, behaviour = {}, row.get("tools"), row.get("behaviour")
+    if tools is not None and not tools["pass"]:
         found["tools"] = stage_reason(row, "tools")
-    for check, reason in ((row.get("behaviour") or {}).get("in_code") or {}).items():
+    for check, reason in ((behaviour.get("in_code") if behaviour else None) or {}).items():
         found[f"behaviour ({check})"] = reason
     return found
 
 
-def case_findings(before: Mapping[str, dict], rows: list[dict]) -> tuple[list[Finding], list[Finding]]:
+def case_findings(before: Mapping[str, dict], rows: list[RowDict]) -> tuple[list[Finding], list[Finding]]:
     """The cases that newly fail a check in code, or lost retrieval recall (regressions), and those that newly
     pass one (improvements); a case absent from the baseline, or errored now, is neither."""
     regressions, improvements = [], []
@@ -94,7 +96,8 @@ def case_findings(before: Mapping[str, dict], rows: list[dict]) -> tuple[list[Fi
         now, then = in_code_failures(row), set(old.get("in_code", []))
         regressions += [Finding(check, reason, row["id"]) for check, reason in now.items() if check not in then]
         improvements += [Finding(check, "passes now", row["id"]) for check in sorted(then - set(now))]
-        recall = (row.get("retrieval") or {}).get("recall")
+        retrieval = row.get("retrieval")
+        recall = retrieval["recall"] if retrieval else None
         if recall is not None and old.get("recall") is not None and recall != old["recall"]:
             found = Finding("retrieval", f"recall@k {old['recall']} -> {recall}: {stage_reason(row, 'retrieval')}"
                             if recall < old["recall"] else f"recall@k {old['recall']} -> {recall}", row["id"])
@@ -102,7 +105,7 @@ def case_findings(before: Mapping[str, dict], rows: list[dict]) -> tuple[list[Fi
     return regressions, improvements
 
 
-def paired(before: Mapping[str, dict], rows: list[dict], stage: str) -> dict:
+def paired(before: Mapping[str, dict], rows: list[RowDict], stage: str) -> dict:
     """The exact McNemar test of one stage (or OVERALL: every stage) on the cases both runs scored."""
     outcomes = []
     for row in rows:
@@ -120,7 +123,7 @@ def paired(before: Mapping[str, dict], rows: list[dict], stage: str) -> dict:
 
 
 def stage_check(stage: str, before: dict, after: dict, tolerance: float, test: dict,
-                rows: Mapping[str, dict]) -> StageCheck:
+                rows: Mapping[str, RowDict]) -> StageCheck:
     """A tolerant stage's verdict: regressed beyond its tolerance, or significantly by the paired test; `rows`
     by id give the reason of each case that broke."""
     old, new = share(before), share(after)
@@ -135,10 +138,11 @@ def stage_check(stage: str, before: dict, after: dict, tolerance: float, test: d
     return StageCheck(stage, before, after, tolerance, test, why, broke)
 
 
-def broken_reason(row: dict, stage: str) -> str:
+def broken_reason(row: RowDict, stage: str) -> str:
     """Why a case that broke at `stage` (OVERALL: its first failing stage) fails it now."""
     if stage == OVERALL:
-        return f"fails at {row['first_failure']}: {stage_reason(row, row['first_failure'])}"
+        first = str(row["first_failure"])  # a case that broke fails somewhere
+        return f"fails at {first}: {stage_reason(row, first)}"
     return stage_reason(row, stage)
 
 
@@ -146,7 +150,7 @@ def share(r: Optional[dict]) -> Optional[float]:
     return r["passed"] / r["total"] if r and r.get("total") else None
 
 
-def judge(before: Mapping[str, dict], rows: list[dict], saved_rates: Mapping[str, dict], rates: Mapping[str, dict],
+def judge(before: Mapping[str, dict], rows: list[RowDict], saved_rates: Mapping[str, dict], rates: Mapping[str, dict],
           stages: list[str], tolerances: Tolerances) -> GateResult:
     """Every regression and improvement of `rows` against the baseline's cases (`before`) and rates; `stages`
     are the tolerant ones (the behaviour stage, for its judgements, and the judged stages), then OVERALL."""

@@ -5,6 +5,7 @@ from whichstage.analysis.gate import Finding, GateResult
 from whichstage.model.stages import IN_CODE, OVERALL
 from whichstage.scoring.gating import stage_order
 from whichstage._util.stats import rate_text
+from whichstage.model.dicts import ReportDict
 
 
 def cell(text: object) -> str:
@@ -17,7 +18,7 @@ def findings_table(findings: list[Finding]) -> list[str]:
             *[f"| {cell(f.case)} | {cell(f.stage)} | {cell(f.reason)} |" for f in findings]]
 
 
-def markdown(report: dict, baseline: dict, result: GateResult, other: list[str]) -> str:
+def markdown(report: ReportDict, baseline: dict, result: GateResult, other: list[str]) -> str:
     """The summary of one gate: `other` are regressions that are no case's nor stage's (the ladder's)."""
     key = report["key"]
     per_case = [f for f in result.regressions if f.case] + [b for c in result.stages for b in c.broke]

@@ -6,9 +6,10 @@ from typing import Optional
 from whichstage.scoring import agreement as agree
 from whichstage.scoring.diagnosis import fix_list, second_opinion
 from whichstage.scoring.gating import passes, threshold_of
+from whichstage.model.dicts import ReportDict, RowDict
 
 
-def compared(first: dict, second: dict) -> dict:
+def compared(first: ReportDict, second: ReportDict) -> dict:
     """Per judged stage over the cases both reports scored: agreement, kappa, and the split cases with each
     judge's score."""
     by_id = {r["id"]: r for r in second["rows"]}
@@ -35,7 +36,7 @@ def compared(first: dict, second: dict) -> dict:
     return {"first": first["key"]["judge"], "second": second["key"]["judge"], "stages": result}
 
 
-def beside(report: dict, second: Optional[dict]) -> dict:
+def beside(report: ReportDict, second: Optional[ReportDict]) -> ReportDict:
     """The report with the second judge's view of the same traces beside its own; no recording of the
     second judge for these models is an error, named."""
     from whichstage._util.files import RecordingError
@@ -43,10 +44,12 @@ def beside(report: dict, second: Optional[dict]) -> dict:
     if second is None:
         raise RecordingError("--judge2: no recording of that judge for these models; record it with --live --judge2")
     twins, judge = {r["id"]: r for r in second["rows"]}, second["key"]["judge"]
-    rows = []
+    rows: list[RowDict] = []
     for row in report["rows"]:
         uncertain = second_opinion(row, twins.get(row["id"]), judge)
         rows.append({**row, "diagnosis": uncertain} if uncertain else row)
-    summary = {**report["summary"], "fix_list": fix_list(rows)} if "summary" in report else None
-    return {**report, "rows": rows, **({"summary": summary} if summary else {}),
-            "second_judge": compared(report, second)}
+    found: ReportDict = {**report, "rows": rows}
+    if "summary" in report:
+        found["summary"] = {**report["summary"], "fix_list": fix_list(rows)}
+    found["second_judge"] = compared(report, second)
+    return found

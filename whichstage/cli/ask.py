@@ -9,7 +9,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 from whichstage._util.console import first_line
 from whichstage.project.drafts import draft_case  # noqa: F401  (tests import it from here too)
@@ -17,6 +17,7 @@ from whichstage.project.validate import REFERENCE_PLACEHOLDER  # noqa: F401  (a 
 from whichstage._util import console
 from whichstage._util.ending import ended
 from whichstage._util.exits import WhichstageError
+from whichstage.model.dicts import TraceDict
 
 CASE_ID = re.compile(r"[A-Za-z0-9._-]+")  # model.inputs.Id, without importing pydantic
 
@@ -65,7 +66,7 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
         from whichstage.agent.capture import run
 
         inputs = Inputs(loaded, model, embedder, judge_name())
-        trace = run(agent.builder(inputs, model, embedder)(None), args.question)
+        trace = cast(TraceDict, run(agent.builder(inputs, model, embedder)(None), args.question))
     except WhichstageError as e:
         return ended(prog, e)
     except Exception as e:  # noqa: BLE001 - the agent's own failure, in one line
@@ -84,9 +85,10 @@ exit codes: 0 done, 2 bad input or a model that cannot be reached, 3 the run fai
                           None if view is None else view["searches"])
         print(json.dumps(case, indent=2, ensure_ascii=False))
         return 0
+    printed: dict = dict(trace)  # the trace, with what its retriever calls returned read by role
     if view is None:
-        trace["unreadable"] = unreadable
+        printed["unreadable"] = unreadable
     else:
-        trace["searches"], trace["context"] = view["searches"], view["context"]
-    print(json.dumps(trace, indent=2))
+        printed["searches"], printed["context"] = view["searches"], view["context"]
+    print(json.dumps(printed, indent=2))
     return 0

@@ -5,6 +5,7 @@ DeepEval is imported only inside the functions a live call runs, so a replay sta
 import os
 from typing import Callable, Iterable, Optional
 
+from whichstage.model.dicts import CallDict
 from whichstage.model.stages import BEHAVIOUR_JUDGED, STAGES, THRESHOLD
 
 # calibrate.py: default faithfulness passes a claim the judge calls borderline; strict mode counts it unsupported.
@@ -140,7 +141,7 @@ def result_of(metric, took: float, tokens: tuple) -> dict:
     return result
 
 
-def tool_scores(question: str, calls: list[dict], expected: list[str], judge) -> dict:
+def tool_scores(question: str, calls: list[CallDict], expected: list[str], judge) -> dict:
     """DeepEval's ToolCorrectnessMetric on tool names: its score and reason. Without available_tools it
     never calls the judge, but it still needs a model object."""
     os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")

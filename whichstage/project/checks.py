@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from whichstage._util.console import first_line
+from whichstage.model.dicts import CaseDict, RowDict, TraceDict
 
 # What a check may name: the case as cases.json gives it (defaults filled in), the recorded trace (answer,
 # tool_calls, tool_outputs, usage), its answer and question, its calls ({"name", "args"} each), the page ids
@@ -41,7 +42,7 @@ def load(project) -> list[Check]:
     return found
 
 
-def run(checks: list[Check], case: dict, trace: dict, view: dict) -> Optional[list[dict]]:
+def run(checks: list[Check], case: CaseDict, trace: TraceDict, view: dict) -> Optional[list[dict]]:
     """Each check's verdict on one trace (`view`: the trace read by role, whichstage.agent.reading.read), in the order
     evals.toml lists them; None when the project declares none."""
     if not checks:
@@ -73,7 +74,7 @@ def failed(spec: str, reason: str) -> dict:
     return {"check": spec, "pass": False, "reason": reason}
 
 
-def summary(rows: list[dict]) -> dict:
+def summary(rows: list[RowDict]) -> dict:
     """Per check, how many scored cases it passed: {"checks": {spec: {"passed", "total"}}}; nothing when no
     row ran a check."""
     from whichstage._util.stats import rate
@@ -82,6 +83,7 @@ def summary(rows: list[dict]) -> dict:
     for row in rows:
         if row["first_failure"] == "error":
             continue
-        for c in (row.get("behaviour") or {}).get("checks", []):
+        behaviour = row.get("behaviour")
+        for c in behaviour.get("checks", []) if behaviour else []:
             verdicts.setdefault(c["check"], []).append(c["pass"])
     return {"checks": {spec: rate(sum(v), len(v)) for spec, v in verdicts.items()}} if verdicts else {}

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from whichstage.model.dicts import RowDict
 from whichstage.model.errors import InputError
 from whichstage._util.hashing import sha
 from whichstage.judging.metrics import BEHAVIOUR_STEPS, METRIC_NAMES, Measure, measure
@@ -144,7 +145,7 @@ def entries(criteria: list[Criterion], cid: str, judge: dict, hashed: dict[str, 
     return found
 
 
-def row_part(criteria: list[Criterion]) -> dict:
+def row_part(criteria: list[Criterion]) -> RowDict:
     """What a report row carries of the project's criteria: {"criteria": {name: threshold}}, nothing without
     any, so a project that declares none reports exactly as before."""
     return {"criteria": {c.name: c.threshold for c in criteria}} if criteria else {}

@@ -5,9 +5,10 @@ from typing import Optional
 
 from whichstage.project.validate import REFERENCE_PLACEHOLDER  # a drafted case's reference, which the case set refuses
 from whichstage.scoring.retrieval import documents
+from whichstage.model.dicts import TraceDict
 
 
-def draft_case(case_id: str, question: str, trace: dict, roles: dict, k: int,
+def draft_case(case_id: str, question: str, trace: TraceDict, roles: dict, k: int,
                searches: Optional[list[list[str]]]) -> dict:
     """The case a trace suggests: the tools it called, in order, once per call; the pages its retriever calls
     returned (each call's top `k`, in call order then rank, each page once), unless `searches` is None (a

@@ -7,6 +7,7 @@ import hashlib
 import re
 from typing import Optional
 from whichstage._util.exits import WhichstageError
+from whichstage.model.dicts import CaseSetDict
 
 SHARD = re.compile(r"^([1-9][0-9]{0,5})/([1-9][0-9]{0,5})$")  # at most 999,999 shards: an int Python reads
 
@@ -29,8 +30,8 @@ def shard_of(case_id: str, shards: int) -> int:
     return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:8], "big") % shards + 1
 
 
-def select(cases: dict, patterns: Optional[list[str]] = None, shard: Optional[tuple[int, int]] = None,
-           flag: str = "--case") -> dict:
+def select(cases: CaseSetDict, patterns: Optional[list[str]] = None, shard: Optional[tuple[int, int]] = None,
+           flag: str = "--case") -> CaseSetDict:
     """The case set with only the cases the patterns match (each pattern must match one) and in the shard;
     `flag` is the option the patterns came from, for the message."""
     chosen = cases["cases"]
@@ -45,7 +46,7 @@ def select(cases: dict, patterns: Optional[list[str]] = None, shard: Optional[tu
     return {**cases, "cases": chosen}
 
 
-def report_split(split: Optional[str], chosen: Optional[dict], patterns: Optional[list[str]] = None) -> str:
+def report_split(split: Optional[str], chosen: Optional[CaseSetDict], patterns: Optional[list[str]] = None) -> str:
     """The split a run reports: the one asked for (default dev). With `chosen`, the cases --case `patterns`
     chose, and no split asked: every chosen case when one is named exactly (not by a glob) and held out, or
     when none is a dev case, since the split never hides a case named; else dev, so a glob does not show

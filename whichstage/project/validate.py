@@ -11,11 +11,12 @@ import json
 from functools import cache
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from whichstage.scoring import matching
 from whichstage._util.files import read_json, write_atomic
 from whichstage.model.errors import InputError, where  # noqa: F401  (InputError: imported from here too)
+from whichstage.model.dicts import CaseSetDict
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 # The reference `assistant.py --as-case` drafts: a case still holding it is refused, since a person decides
@@ -136,14 +137,14 @@ DEFAULTS = {"category": "uncategorised", "expected_behavior": "answer", "split":
 
 
 def load_cases(path: Path, label: str, page_ids: set[str], tools: dict[str, dict[str, Optional[type]]],
-               retrievers: list[str], validated: Validated) -> dict:
+               retrievers: list[str], validated: Validated) -> CaseSetDict:
     """The case set, checked against the schema, the pages and the agent's tools (name -> argument types);
     the optional fields are filled with their defaults."""
     return checked_cases(read(path, label), path, label, page_ids, tools, retrievers, validated)
 
 
 def checked_cases(cases: Any, path: Path, label: str, page_ids: set[str], tools: dict[str, dict[str, Optional[type]]],
-                  retrievers: list[str], validated: Validated) -> dict:
+                  retrievers: list[str], validated: Validated) -> CaseSetDict:
     """load_cases of a case set already read (`cases`, as the file at `path` would hold it)."""
     validated.check(path, "CaseSet", cases, label)
     cases = {**cases, "cases": [{**DEFAULTS, **case} for case in cases["cases"]]}
@@ -195,7 +196,7 @@ def checked_cases(cases: Any, path: Path, label: str, page_ids: set[str], tools:
             listed = ", ".join(sorted(page_ids)[:20]) + (", ..." if len(page_ids) > 20 else "")
             raise InputError(f"{at}.expected_docs: unknown page {unknown[0]!r} (the pages are "
                              f"{listed or 'none'})")
-    return cases
+    return cast(CaseSetDict, cases)  # checked against the CaseSet model, its defaults filled
 
 
 def load_calibration(project) -> dict:

@@ -13,11 +13,12 @@ from whichstage.render.row_view import StageResult, below_cut, cut_line, cut_of,
 from whichstage.model.stages import THRESHOLD
 from whichstage.scoring.retrieval import documents, ranked_documents
 from whichstage.agent.reading import Unreadable
-from whichstage.recording import read_recording
+from whichstage.recording.format import read_recording
 from whichstage.run.entries import Inputs
 from whichstage.run.files import replay_targets
 from whichstage.run.inputs import Loaded
 from whichstage.run.rows import agent_entry
+from whichstage.model.dicts import ReportDict, RowDict
 
 WIDTH = 100
 OUTPUT = 400  # characters shown of a tool's output, or of each chunk a search returned; the recording holds all
@@ -77,7 +78,7 @@ def arguments(args: dict) -> str:
     return ", ".join(f"{name}={json.dumps(value, ensure_ascii=False)}" for name, value in args.items())
 
 
-def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, default: float = THRESHOLD) -> str:
+def text(row: RowDict, trace: Optional[dict], view: Optional[dict], model: str, default: float = THRESHOLD) -> str:
     """The case as a terminal reads it; `view` is the trace read by role (whichstage.agent.reading.read); `default` is
     the report's threshold, beside which a verdict judged against another says so."""
     expected = set(row.get("expected_docs") or [])
@@ -132,7 +133,7 @@ def text(row: dict, trace: Optional[dict], view: Optional[dict], model: str, def
     return visible("\n".join(lines))
 
 
-def intervention_lines(row: dict) -> list[str]:
+def intervention_lines(row: RowDict) -> list[str]:
     """The diagnosis and what its intervention saw: the answer with the expected pages, what the answer lacks
     and where the check found it."""
     lines = [f"diagnosis: {fix_list.diagnosis_line(row['diagnosis'])}"] if row.get("diagnosis") else []
@@ -164,7 +165,7 @@ def judged_verdict(result: StageResult, default: float = THRESHOLD) -> str:
     return f"{result.mark} {score}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def shown_cases(loaded: Loaded, reports: list[dict], model: Optional[str]) -> str:
+def shown_cases(loaded: Loaded, reports: list[ReportDict], model: Optional[str]) -> str:
     """--show: each report's case with its recorded trace, read by role."""
     texts = []
     for report, path in zip(reports, replay_targets(loaded.project.folder, loaded.cases["name"], model), strict=False):

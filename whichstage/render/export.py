@@ -3,6 +3,7 @@ and stage in JSONL or CSV (export_rows.py), each module imported only when its m
 from pathlib import Path
 from typing import Union
 
+from whichstage.model.dicts import ReportDict
 from whichstage.model.errors import InputError
 
 MODES = ("otel", "jsonl", "csv")  # what --export writes
@@ -15,7 +16,7 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def export(reports: list[dict], mode: str, path: Union[str, Path]) -> None:
+def export(reports: list[ReportDict], mode: str, path: Union[str, Path]) -> None:
     """Write the reports as `mode` (MODES) to `path`, atomically: otel events, or the stage records as jsonl or
     csv."""
     if check_mode(mode) == "otel":

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator, Optional, Union
 
 from whichstage._util.files import write_atomic
 from whichstage.render.export_rows import ERROR, FAIL, PASS, StageRecord, report_name, stage_records
+from whichstage.model.dicts import ReportDict
 
 # The event's name, as the GenAI conventions define it (gen-ai-events: "Event: gen_ai.evaluation.result");
 # opentelemetry-semantic-conventions 0.66b2 names its attributes (GEN_AI_EVALUATION_*) but has no constant
@@ -110,7 +111,7 @@ def log_record(record: StageRecord, at: str) -> dict:
     return found
 
 
-def resource_logs(report: dict, at: str) -> dict:
+def resource_logs(report: ReportDict, at: str) -> dict:
     """A report's events as one ExportLogsServiceRequest: its run's resource (the service, the run's name and
     key) and the harness's scope holding an event per case and stage."""
     from opentelemetry.semconv.attributes.service_attributes import SERVICE_NAME
@@ -134,13 +135,13 @@ def harness_version() -> str:
         return "unknown"
 
 
-def otlp_lines(reports: Iterable[dict], now_ns: Optional[int] = None) -> Iterator[str]:
+def otlp_lines(reports: Iterable[ReportDict], now_ns: Optional[int] = None) -> Iterator[str]:
     """Each report's events as one line of OTLP JSON (`now_ns`: the events' time, default now)."""
     at = str(time.time_ns() if now_ns is None else now_ns)
     for report in reports:
         yield json.dumps(resource_logs(report, at), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def write_otel(reports: list[dict], path: Union[str, Path], now_ns: Optional[int] = None) -> None:
+def write_otel(reports: list[ReportDict], path: Union[str, Path], now_ns: Optional[int] = None) -> None:
     """Write the reports' gen_ai.evaluation.result events to `path` as OTLP JSON logs, atomically."""
     write_atomic(Path(path), otlp_lines(reports, now_ns))

@@ -13,6 +13,7 @@ from whichstage._util.files import write_atomic
 from whichstage.model.stages import BY_NAME
 from whichstage.render.row_view import ERROR, FAIL, PASS, row_view
 from whichstage.run.files import run_name
+from whichstage.model.dicts import ReportDict, RowDict
 
 COLUMNS = ("run", "case_id", "split", "stage", "verdict", "passed", "score", "threshold", "reason", "first_failure",
            "cause")
@@ -33,23 +34,24 @@ class StageRecord(NamedTuple):
     first_failure: Optional[str]
     cause: Optional[str]
     gates: Optional[str]
-    row: dict  # the report's row, for what an exporter reads besides (the trace's source)
+    row: RowDict  # the report's row, for what an exporter reads besides (the trace's source)
 
 
-def report_name(report: dict) -> str:
+def report_name(report: ReportDict) -> str:
     """The run a report is of, as its files are named: '<case set>+<model>+<embedder>+<judge>'."""
     key = report["key"]
     return run_name(str(key["cases"]).rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"])
 
 
-def stage_records(report: dict) -> Iterator[StageRecord]:
+def stage_records(report: ReportDict) -> Iterator[StageRecord]:
     """Every case's verdict at every stage that applies to it, in the report's order, then the stages' (gating
     order, then the judged metrics that are no stage); a stage without a verdict or a score is left out. A stage
     decided in code without a number of its own (behaviour) scores 1 for a pass and 0 for a failure."""
     run = report_name(report)
     for row in report["rows"]:
         view = row_view(row)
-        cause = (row.get("diagnosis") or {}).get("cause")
+        diagnosis = row.get("diagnosis")
+        cause = diagnosis.get("cause") if diagnosis else None
         for stage, result in view.stages.items():
             if result.verdict not in (PASS, FAIL, ERROR) and result.score is None:
                 continue
@@ -69,14 +71,14 @@ def record_fields(record: StageRecord) -> dict:
     return {column: getattr(record, column) for column in COLUMNS}
 
 
-def jsonl_lines(reports: Iterable[dict]) -> Iterator[str]:
+def jsonl_lines(reports: Iterable[ReportDict]) -> Iterator[str]:
     """Every report's stage records, one JSON object a line."""
     for report in reports:
         for record in stage_records(report):
             yield json.dumps(record_fields(record), ensure_ascii=False) + "\n"
 
 
-def csv_lines(reports: Iterable[dict]) -> Iterator[str]:
+def csv_lines(reports: Iterable[ReportDict]) -> Iterator[str]:
     """Every report's stage records as CSV under a header of COLUMNS: `passed` true or false, an absent value
     an empty cell."""
     buffer = io.StringIO()
@@ -95,6 +97,6 @@ def csv_lines(reports: Iterable[dict]) -> Iterator[str]:
                        for v in record_fields(record).values())
 
 
-def write_rows(reports: list[dict], path: Union[str, Path], mode: str = "jsonl") -> None:
+def write_rows(reports: list[ReportDict], path: Union[str, Path], mode: str = "jsonl") -> None:
     """Write the reports' stage records to `path` as `mode` (jsonl or csv), atomically."""
     write_atomic(Path(path), jsonl_lines(reports) if mode == "jsonl" else csv_lines(reports))

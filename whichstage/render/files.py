@@ -13,11 +13,12 @@ import orjson
 from whichstage._util.files import shown, write_atomic
 from whichstage.model.errors import InputError
 from whichstage.run.files import HISTORY, TIME_LABEL, run_name
+from whichstage.model.dicts import ReportDict
 
 Files = dict[Path, Callable[[], Iterable[str]]]  # a report's files, each as the producer of its text's pieces
 
 
-def report_files(folder: Path, report: dict, text: Optional[str] = None,
+def report_files(folder: Path, report: ReportDict, text: Optional[str] = None,
                  views: Optional[list] = None) -> dict[Path, Callable[[], Iterable[str]]]:
     """runs/<name>.json, .md and .html of a report, each as the producer of its text's pieces; a split other
     than dev adds its name. `text` is the report's markdown and `views` its rows' stage views (stage_view.
@@ -31,14 +32,14 @@ def report_files(folder: Path, report: dict, text: Optional[str] = None,
             stem.with_name(f"{stem.name}.html"): lambda: html_parts(report, views)}
 
 
-def report_stem(folder: Path, report: dict) -> Path:
+def report_stem(folder: Path, report: ReportDict) -> Path:
     """runs/<name> of a report's files, without a suffix; a split other than dev adds its name."""
     key = report["key"]
     name = run_name(key["cases"].rsplit("@", 1)[0], key["model"], key["embedder"], key["judge"])
     return folder / "runs" / (name if report["split"] == "dev" else f"{name}.{report['split']}")
 
 
-def json_lines(report: dict) -> Iterator[str]:
+def json_lines(report: ReportDict) -> Iterator[str]:
     """A report as JSON: each top-level field on a line of its own, and each row on one line, so a diff of
     two reports shows the cases that changed, and a report of 10,000 cases is written a row at a time."""
     yield "{\n"
@@ -84,7 +85,7 @@ def holds(path: Path, chunks: Iterable[str]) -> bool:
         return False
 
 
-def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Optional[str] = None,
+def write_reports(folder: Path, reports: list[ReportDict], texts: list[str], label: Optional[str] = None,
                   views: Optional[list[list]] = None) -> None:
     """Write each report as its run's latest (runs/<name>.*, only when its text changed) and keep a copy in the
     history as runs/history/<name>/<label>.*. An explicit label that already holds another report is refused
@@ -106,7 +107,7 @@ def write_reports(folder: Path, reports: list[dict], texts: list[str], label: Op
                 copy_atomic(path, kept)
 
 
-def write_gate_summary(folder: Path, report: dict, text: str) -> Path:
+def write_gate_summary(folder: Path, report: ReportDict, text: str) -> Path:
     """The baseline gate's markdown summary as runs/<name>.gate.md, appended to GitHub's step summary too when
     GITHUB_STEP_SUMMARY names its file; returns the file written."""
     stem = report_stem(folder, report)

@@ -4,6 +4,7 @@ markdown (and so the terminal), the HTML page and `--show` word them here."""
 from typing import Optional
 
 from whichstage.scoring.diagnosis import CAUSES
+from whichstage.model.dicts import DiagnosisDict, ReportDict, RowDict
 
 SHOWN = 8  # the case ids a line lists before "and N more"
 
@@ -22,7 +23,7 @@ def fix_line(item: dict) -> str:
     return f"{CAUSES[item['cause']]} ({item['cause']}): {count}: {ids(item['cases'])}"
 
 
-def diagnosis_line(diagnosis: Optional[dict]) -> str:
+def diagnosis_line(diagnosis: Optional[DiagnosisDict]) -> str:
     """'cause retriever: retrieval passes and the case then passes (expected pages); first deviation: ...'."""
     if not diagnosis:
         return ""
@@ -32,7 +33,7 @@ def diagnosis_line(diagnosis: Optional[dict]) -> str:
             + (f"; first deviation: {step['why']}" if step else ""))
 
 
-def recheck_line(row: dict) -> str:
+def recheck_line(row: RowDict) -> str:
     """'judged again: faithfulness fails again (0.64; first 0.66, within 0.1 of its threshold 0.7)'; '' for a row
     with no verdict in doubt, 'not recorded: run --live' for one whose recheck is not recorded yet."""
     if "judge_recheck" not in row:
@@ -45,7 +46,7 @@ def recheck_line(row: dict) -> str:
     return f"judged again: {check['stage']} {held} ({again}; first {check['score']:.2f}, {check['why']})"
 
 
-def markdown_lines(report: dict) -> list[str]:
+def markdown_lines(report: ReportDict) -> list[str]:
     """The report's opening section, in markdown; nothing when no case failed."""
     items = (report.get("summary") or {}).get("fix_list") or []
     if not items:

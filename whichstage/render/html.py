@@ -18,6 +18,7 @@ from whichstage.render.html_figures import FIGURE_CSS, pictures
 from whichstage.render.html_markup import CSS, escaped
 from whichstage.render.markdown import run_line, summary
 from whichstage.scoring import gating
+from whichstage.model.dicts import ReportDict
 
 # The markdown summary as HTML: its tables, lists, code and emphasis. The markdown escapes every outside text
 # and writes a line break as <br>; any other HTML, and any link or image (which could fetch), shows as text.
@@ -33,25 +34,25 @@ def markdown():
     return md
 
 
-def _summary(report: dict) -> str:
+def _summary(report: ReportDict) -> str:
     """The markdown report's summary, in the same words; nothing for a report without one."""
     if not report.get("summary"):
         return ""
     return f'<div class="summary">{markdown().render(summary(report))}</div>'
 
 
-def _fix_list(report: dict) -> str:
+def _fix_list(report: ReportDict) -> str:
     """What to fix first, as the markdown opens with it: the page's first section."""
     lines = fix_list.markdown_lines(report)
     return f'<div class="fix-list">{markdown().render(chr(10).join(lines))}</div>' if lines else ""
 
 
-def html(report: dict) -> str:
+def html(report: ReportDict) -> str:
     """The whole report as one HTML page with inline CSS and no external resources."""
     return "".join(html_parts(report))
 
 
-def html_parts(report: dict, views: Optional[list[RowView]] = None) -> Iterator[str]:
+def html_parts(report: ReportDict, views: Optional[list[RowView]] = None) -> Iterator[str]:
     """The page of `html`, a piece at a time (a case each), so a report of many cases is written without
     being held whole. `views`: the rows' row_view, when the caller has them."""
     key = report.get("key") or {}

@@ -9,6 +9,7 @@ from whichstage.render.row_view import FAIL, PASS, RowView, StageResult, below_c
 from whichstage.model.stages import SCORED, THRESHOLD, table_heads
 from whichstage.scoring.tools import deepeval_disagrees
 from whichstage.scoring.retrieval import ranked_documents
+from whichstage.model.dicts import ReportDict, RowDict, ToolsDict
 
 
 
@@ -17,7 +18,7 @@ def ok_of(result: StageResult, gating: bool = True) -> Optional[bool]:
     return {PASS: True, FAIL: False}.get(result.verdict) if gating else None
 
 
-def _row(r: dict, view: RowView) -> str:
+def _row(r: RowDict, view: RowView) -> str:
     ret, results = r.get("retrieval"), view.stages
     calls = r.get("calls") or [c.get("name") for c in r.get("tool_calls") or []]
     ret_ok, rid = ok_of(results["retrieval"]), escaped(r["id"])
@@ -39,18 +40,19 @@ def _row(r: dict, view: RowView) -> str:
     return f'<tr id="row-{rid}">{"".join(cells)}</tr>'
 
 
-def stage_table(report: dict, views: Optional[list[RowView]] = None) -> str:
+def stage_table(report: ReportDict, views: Optional[list[RowView]] = None) -> str:
     """The stage table: a row per case, each cell coloured only where its verdict gates. `views`: the rows'
     row_view, when the caller has them."""
     k = report.get("k", "k")
     heads = table_heads(k)
     rows = report.get("rows", [])
-    rows = "".join(_row(r, v) for r, v in zip(rows, views if views is not None else map(row_view, rows), strict=False))
+    cells = "".join(_row(r, v) for r, v in zip(rows, views if views is not None else map(row_view, rows),
+                                              strict=False))
     return (f'<table id="stages"><thead><tr>{"".join(f"<th>{escaped(h)}</th>" for h in heads)}</tr></thead>'
-            f"<tbody>{rows}</tbody></table>")
+            f"<tbody>{cells}</tbody></table>")
 
 
-def pages(r: dict) -> str:
+def pages(r: RowDict) -> str:
     """Each search's documents as scored: its distinct pages in rank order, two chunks of one page once; where
     k cuts a search, a line, and the pages under it marked as not scored."""
     expected = list(r.get("expected_docs") or [])
@@ -75,19 +77,19 @@ def _documents(ranked: list[str], expected: list[str], k: Optional[int]) -> str:
             f'<ol start="{k + 1}" class="below-k">{below}</ol>')
 
 
-def _tool_section(r: dict, result: StageResult) -> str:
+def _tool_section(r: RowDict, result: StageResult) -> str:
     calls = "".join(f"<li><code>{escaped(c.get('name'))}({escaped(ARGUMENTS(c.get('args', {})))})</code></li>"
                     for c in r.get("tool_calls") or [])
-    t = r.get("tools") or {}
-    extra = "".join(f"<li>{name.replace('_', ' ')}: {listed(t[name])}</li>"
-                    for name in ("unexpected", "missing", "wrong_args") if t.get(name))
+    t = r.get("tools")
+    extra = "".join(f"<li>{name.replace('_', ' ')}: {listed(t.get(name))}</li>"
+                    for name in ("unexpected", "missing", "wrong_args") if t and t.get(name))
     return (f"<h3>Tool calls</h3>{f'<ul>{calls}</ul>' if calls else '<p>none</p>'}"
             f'<p>Tool metric: <span class="{verdict_class(ok_of(result))}">{result.mark}</span>, '
             f"score {num(result.score)}</p>{f'<ul>{extra}</ul>' if extra else ''}"
-            f"<pre>{escaped(result.reason)}</pre>{_deepeval_disagrees(t)}")
+            f"<pre>{escaped(result.reason)}</pre>{_deepeval_disagrees(t) if t else ''}")
 
 
-def _deepeval_disagrees(t: dict) -> str:
+def _deepeval_disagrees(t: ToolsDict) -> str:
     """DeepEval's own score and reason, where its matching differs from the harness's count."""
     if not deepeval_disagrees(t):
         return ""
@@ -96,7 +98,7 @@ def _deepeval_disagrees(t: dict) -> str:
             f"<pre>{escaped(t['deepeval']['reason'])}</pre>")
 
 
-def _behaviour(r: dict, result: StageResult) -> str:
+def _behaviour(r: RowDict, result: StageResult) -> str:
     """The behaviour checks' verdict and each reason they failed, as the markdown's first failures give them."""
     b = r.get("behaviour")
     if b is None:
@@ -126,7 +128,7 @@ def judged_verdict(result: StageResult, default: float) -> str:
             + ("" if result.threshold == default else f" (threshold {threshold(cast(float, result.threshold))})"))
 
 
-def _judged(r: dict, view: RowView, default: float) -> str:
+def _judged(r: RowDict, view: RowView, default: float) -> str:
     rows = []
     for m, v in (r.get("judged") or {}).items():
         result = view.stages[m]
@@ -142,7 +144,7 @@ def _judged(r: dict, view: RowView, default: float) -> str:
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def _why(r: dict, view: RowView) -> str:
+def _why(r: RowDict, view: RowView) -> str:
     """The error, or the first failing stage's reason; then the counterfactual run's verdict, if any."""
     failure = view.first_failure
     if r.get("error"):
@@ -164,7 +166,7 @@ def _why(r: dict, view: RowView) -> str:
     return why
 
 
-def case_section(r: dict, default: float = THRESHOLD, view: Optional[RowView] = None) -> str:
+def case_section(r: RowDict, default: float = THRESHOLD, view: Optional[RowView] = None) -> str:
     """A case in detail; `default` is the report's threshold, beside which a verdict judged against another
     says so; `view` its row_view, when the caller has it."""
     view = view or row_view(r)

@@ -5,6 +5,7 @@ from whichstage.render.html_markup import escaped
 from whichstage.scoring.gating import stage_order, stage_results
 from whichstage.model.stages import STAGES
 from whichstage._util.stats import rate_text, wilson_interval
+from whichstage.model.dicts import ReportDict, RowDict
 
 # Okabe-Ito blue and vermilion: told apart in every common colour-vision deficiency, and the failing part is
 # also hatched. Against white: PASS 5.2:1, FAIL 3.9:1, the outline of a RATE_FILL bar 5.2:1, text 16:1.
@@ -88,16 +89,16 @@ def _figure(heading: str, svg: str, caption: str, extra: str = "") -> str:
             "</figure>")
 
 
-def _scored(report: dict) -> list[dict]:
+def _scored(report: ReportDict) -> list[RowDict]:
     return [r for r in report.get("rows", []) if not r.get("error") and r.get("first_failure") != "error"]
 
 
-def funnel(report: dict) -> list[dict]:
+def funnel(report: ReportDict) -> list[dict]:
     """Per stage in gating order (stages.stage_order: STAGES, then the project's criteria), of the scored (not
     errored) cases: how many enter it (it applies to them and they passed every earlier stage that applied to
     them) and how many of those pass it. A case fails at the stage its first failure names, so entering -
     passing is that stage's first-failure count."""
-    cases = [(r.get("first_failure"), set(stage_results(r)) | {r.get("first_failure")}) for r in _scored(report)]
+    cases = [(r.get("first_failure"), {*stage_results(r), r.get("first_failure")}) for r in _scored(report)]
     steps = []
     order = stage_order(report.get("rows", []))
     for i, stage in enumerate(order):
@@ -108,7 +109,7 @@ def funnel(report: dict) -> list[dict]:
     return steps
 
 
-def _funnel_figure(report: dict) -> str:
+def _funnel_figure(report: ReportDict) -> str:
     scored = _scored(report)
     n, steps = len(scored), funnel(report)
     if not n:
@@ -171,7 +172,7 @@ def _rate_figure(fig: str, heading: str, title: str, rates: list[tuple[str, dict
     return _figure(heading, svg, caption)
 
 
-def _stage_rates(report: dict) -> str:
+def _stage_rates(report: ReportDict) -> str:
     s = report.get("summary") or {}
     stages = s.get("stages")
     if not isinstance(stages, dict):
@@ -182,7 +183,7 @@ def _stage_rates(report: dict) -> str:
                         rates, STAGE_CAPTION)
 
 
-def _category_rates(report: dict) -> str:
+def _category_rates(report: ReportDict) -> str:
     categories = (report.get("summary") or {}).get("categories")
     if not isinstance(categories, dict):
         return ""
@@ -191,7 +192,7 @@ def _category_rates(report: dict) -> str:
                         [(str(name), r) for name, r in categories.items()], CATEGORY_CAPTION)
 
 
-def _counterfactuals(report: dict) -> dict[str, dict]:
+def _counterfactuals(report: ReportDict) -> dict[str, dict]:
     """Per kind: the fixed and still-failing counts (the summary's when it has them, else counted from the
     rows) and the ids of the rows that are each."""
     found: dict[str, dict] = {}
@@ -211,7 +212,7 @@ def _counterfactuals(report: dict) -> dict[str, dict]:
     return {kind: found[kind] for kind in order if found[kind]["fixed"] + found[kind]["still_fails"]}
 
 
-def _counterfactual_figure(report: dict) -> str:
+def _counterfactual_figure(report: ReportDict) -> str:
     kinds = _counterfactuals(report)
     if not kinds:
         return ""
@@ -248,7 +249,7 @@ p.counterfactual, p.counterfactual-answer, p.reason, p.diagnosis { margin: .3rem
 """
 
 
-def pictures(report: dict) -> str:
+def pictures(report: ReportDict) -> str:
     """The figures, between the summary and the stage table; the tables say everything without them."""
     figures = _funnel_figure(report) + _stage_rates(report) + _category_rates(report) + \
         _counterfactual_figure(report)

@@ -20,6 +20,7 @@ from whichstage.render.row_view import (CAUSE, FAIL, SUPPLIED, RowView, StageRes
                                         row_view)
 from whichstage.scoring.tools import deepeval_disagrees
 from whichstage._util.stats import rate_text
+from whichstage.model.dicts import ReportDict, RowDict
 
 
 ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "\\`"}
@@ -60,7 +61,7 @@ def seconds(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.2f} s"
 
 
-def table_row(r: dict, view: Optional[RowView] = None) -> str:
+def table_row(r: RowDict, view: Optional[RowView] = None) -> str:
     """A case's row of the stage table: each stage's verdict as row_view gives it (`view`, when the caller has
     it), a failing score marked FAIL."""
     ret, stages = r.get("retrieval"), (view or row_view(r)).stages
@@ -77,7 +78,7 @@ def scored(result: StageResult) -> str:
         else fmt(result.score)
 
 
-def markdown(report: dict, views: Optional[list[RowView]] = None) -> str:
+def markdown(report: ReportDict, views: Optional[list[RowView]] = None) -> str:
     """The whole report: the run it is, the stage table, then `summary`. Only the line starting 'Latency:'
     prints measured times. `views`: the rows' row_view, when the caller has them."""
     k = report["k"]
@@ -88,7 +89,7 @@ def markdown(report: dict, views: Optional[list[RowView]] = None) -> str:
     return visible("\n".join(lines)) + "\n" + summary(report)
 
 
-def run_line(report: dict) -> str:
+def run_line(report: ReportDict) -> str:
     """'Agent a:build; model m, embedder e, judge j (the offline backends); cases c@1, split dev.': the run a
     report is of, which opens it (two reports printed back to back each say theirs first)."""
     key = report["key"]
@@ -98,7 +99,7 @@ def run_line(report: dict) -> str:
             f"split {text(report.get('split', 'all'))}.")
 
 
-def legend(report: dict) -> str:
+def legend(report: ReportDict) -> str:
     """How the judged scores gate, with the thresholds the run used (a stage's own after the default): the
     same words in every rendering."""
     own, default = report.get("thresholds") or {}, report.get("threshold", gating.THRESHOLD)
@@ -125,7 +126,7 @@ def check_lines(found: Optional[dict]) -> list[str]:
             + "; ".join(f"{code(spec)} {rate_text(r)}" for spec, r in found.items()) + "."]
 
 
-def summary(report: dict) -> str:
+def summary(report: ReportDict) -> str:
     """Everything under the stage table, as markdown: the legend, the rates with their intervals, the ladder,
     categories, repeats, counterfactuals, why each failing case failed, tokens and latency, calibration."""
     k, s = report["k"], report["summary"]
@@ -173,13 +174,13 @@ def summary(report: dict) -> str:
             lines.append(f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}")
             if r.get("diagnosis"):
                 lines.append(f"  - diagnosis: {text(fix_list.diagnosis_line(r['diagnosis']))}")
-    differ = [r for r in report["rows"] if deepeval_disagrees(r.get("tools"))]
+    differ = [(r, t) for r in report["rows"] if (t := r.get("tools")) and deepeval_disagrees(t)]
     if differ:
         lines.append("\nDeepEval's ToolCorrectnessMetric lets identical calls (same tool, same arguments) meet one "
                      "expected entry between them, so it scored these cases differently from the harness's count, "
                      "which the tools stage uses: " + "; ".join(
-                         f"{code(r['id'])} DeepEval {fmt(r['tools']['deepeval']['score'])}, harness "
-                         f"{fmt(r['tools']['score'])} ({text(r['tools']['reason'])})" for r in differ) + ".")
+                         f"{code(r['id'])} DeepEval {fmt(t['deepeval']['score'])}, harness "
+                         f"{fmt(t['score'])} ({text(t['reason'])})" for r, t in differ) + ".")
     t, lat = s["tokens"], s["latency"]
     cost = "not reported by the providers" if s["cost"] is None else text(s["cost"])
     lines.append(f"\nTokens: agent {t['agent_in']} in / {t['agent_out']} out; judge {t['judge_in']} in / "
@@ -191,7 +192,7 @@ def summary(report: dict) -> str:
     return visible("\n".join(lines))
 
 
-def criteria_lines(report: dict) -> list[str]:
+def criteria_lines(report: ReportDict) -> list[str]:
     """The project's own criteria (evals.toml `[criteria.NAME]`), stages after the built-in ones: per case, each
     one's score and verdict at its threshold; nothing for a project that declares none."""
     rows = report["rows"]

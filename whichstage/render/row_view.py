@@ -1,10 +1,11 @@
 """A report row read as every renderer shows it: per stage, in gating order, its verdict, score, threshold and
 reason (StageResult), and the row's first failure with its reason and its counterfactual run's verdict, all
 worded here once. The markdown, the HTML page, `--show` and compare read this, so they cannot drift. Pure."""
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, cast
 
 from whichstage.scoring.gating import gate_of, stage_order, stage_results, threshold_of
 from whichstage.scoring.retrieval import below_k, documents, scored_documents
+from whichstage.model.dicts import InterventionDict, RetrievalDict, RowDict, ToolsDict, VerdictDict
 
 PASS, FAIL, NOT_APPLICABLE, ERROR = "pass", "fail", "n/a", "error"
 # What a counterfactual run supplies and what it blames: the one kind the evaluator runs (retrieval).
@@ -37,7 +38,7 @@ class RowView(NamedTuple):
     counterfactual: str
 
 
-def row_view(row: dict) -> RowView:
+def row_view(row: RowDict) -> RowView:
     """The row as every renderer reads it."""
     results, absent = stage_results(row), ERROR if row.get("error") else NOT_APPLICABLE
     judged = row.get("judged") or {}
@@ -47,7 +48,8 @@ def row_view(row: dict) -> RowView:
                    counterfactual_wording(row.get("counterfactual")))
 
 
-def _result(row: dict, stage: str, judged: Optional[dict], results: dict[str, bool], absent: str) -> StageResult:
+def _result(row: RowDict, stage: str, judged: Optional[VerdictDict], results: dict[str, bool],
+            absent: str) -> StageResult:
     if judged is not None:
         gate, score = gate_of(row, stage), judged.get("score")
         if gate is None:
@@ -57,27 +59,29 @@ def _result(row: dict, stage: str, judged: Optional[dict], results: dict[str, bo
         return StageResult(stage, PASS if ok else FAIL, score, needed, stage_reason(row, stage), gate)
     if stage not in results:
         return StageResult(stage, absent)
-    score, threshold = (row["tools"].get("score"), None) if stage == "tools" else \
-        (row["retrieval"]["recall"], 1.0) if stage == "retrieval" else (None, None)
+    # A stage in `results` is one the row holds (stage_results).
+    score, threshold = (cast(ToolsDict, row["tools"]).get("score"), None) if stage == "tools" else \
+        (cast(RetrievalDict, row["retrieval"])["recall"], 1.0) if stage == "retrieval" else (None, None)
     return StageResult(stage, PASS if results[stage] else FAIL, score, threshold, stage_reason(row, stage), stage)
 
 
-def stage_reason(row: dict, stage: str) -> str:
-    """Why a stage of the row passed or failed, in one line."""
-    if stage == "behaviour":
-        return "; ".join(row["behaviour"]["failures"])
-    if stage == "tools":
-        return tools_reason(row["tools"])
+def stage_reason(row: RowDict, stage: str) -> str:
+    """Why a stage of the row passed or failed, in one line (of a stage the row holds)."""
+    behaviour, tools = row.get("behaviour"), row.get("tools")
+    if stage == "behaviour" and behaviour is not None:
+        return "; ".join(behaviour["failures"])
+    if stage == "tools" and tools is not None:
+        return tools_reason(tools)
     if stage == "retrieval":
         return retrieval_reason(row)
     judged = row["judged"][stage]
     return judged.get("reason") or f"score {judged.get('score')}"
 
 
-def retrieval_reason(row: dict) -> str:
+def retrieval_reason(row: RowDict) -> str:
     """'missed tips; retrieved a, b, c'. Where k cut a search, each missed page says where it ranked ('ranked 4th,
     below k = 3', or 'not retrieved') and only the pages within the top k are named as retrieved."""
-    missed, k = row["retrieval"].get("missed") or [], cut_of(row)
+    missed, k = cast(RetrievalDict, row["retrieval"]).get("missed") or [], cut_of(row)
     searches = row.get("searches") or []
     if k is None or not any(len(documents(ranked)) > k for ranked in searches):
         retrieved = ", ".join(documents(row.get("retrieved") or [])) or "nothing"
@@ -89,10 +93,11 @@ def retrieval_reason(row: dict) -> str:
         f"retrieved in the top {k}: {', '.join(scored_documents(searches, k)) or 'nothing'}"
 
 
-def cut_of(row: dict) -> Optional[int]:
+def cut_of(row: RowDict) -> Optional[int]:
     """The k the row's searches were scored at; None when retrieval was not scored, or the row predates rows
     holding it."""
-    return (row.get("retrieval") or {}).get("k")
+    retrieval = row.get("retrieval")
+    return retrieval.get("k") if retrieval else None
 
 
 def ranked_below(rank: int, search: int, k: int, searches: int = 1) -> str:
@@ -117,7 +122,7 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def tools_reason(tools: dict) -> str:
+def tools_reason(tools: ToolsDict) -> str:
     """The tools stage's reason; a report saved before the stage gave its own holds DeepEval's in `reason`,
     so there it is rebuilt from the missing, unexpected and wrongly-argued calls."""
     if "deepeval" in tools or tools.get("pass"):
@@ -128,7 +133,7 @@ def tools_reason(tools: dict) -> str:
     return "; ".join(parts) or tools.get("reason") or "tool calls differ from the expected ones"
 
 
-def failure_reason(row: dict) -> str:
+def failure_reason(row: RowDict) -> str:
     """One line on why the row's first failing stage failed ('' when none did), for the reports' notes; a
     retrieval failure adds its counterfactual run's verdict."""
     stage = row.get("first_failure")
@@ -140,7 +145,7 @@ def failure_reason(row: dict) -> str:
     return stage_reason(row, stage) + clause
 
 
-def counterfactual_wording(verdict: Optional[dict]) -> str:
+def counterfactual_wording(verdict: Optional[InterventionDict]) -> str:
     """What the run with the expected pages says: 'with the expected pages retrieval passes and the case then
     passes: the retriever is the cause', '... and the case then fails at facts', or why there was no such run;
     '' for a row without one."""
@@ -156,7 +161,7 @@ def counterfactual_wording(verdict: Optional[dict]) -> str:
     return f"with {SUPPLIED} retrieval passes and the case then fails at {stage}"
 
 
-def counterfactual_text(verdict: Optional[dict]) -> str:
+def counterfactual_text(verdict: Optional[InterventionDict]) -> str:
     """counterfactual_wording as a clause for a failure's reason: '; fixed with ...', or ''."""
     wording = counterfactual_wording(verdict)
     return f"; {wording}" if wording else ""

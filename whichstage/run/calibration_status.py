@@ -13,6 +13,7 @@ from whichstage.scoring import agreement as agree
 from whichstage.judging.metrics import gating_metrics, stage_of
 from whichstage.run.files import CALIBRATION_PREFIX, file_part
 from whichstage.model.stages import THRESHOLD
+from whichstage.model.dicts import ReportDict
 
 NOT_RECORDED = "judge not calibrated: no calibration recording for it"
 
@@ -71,7 +72,7 @@ def own_thresholds(cases: dict, threshold_of: Callable[[str], float]) -> dict[st
     return {m: t for m in metrics if (t := threshold_of(stage_of(m))) != THRESHOLD}
 
 
-def staleness(project, judge: str, report: dict) -> str:
+def staleness(project, judge: str, report: ReportDict) -> str:
     """Why the report no longer describes this judge on this project's (a whichstage.project.config.Project) labels; ''
     when it still does."""
     from whichstage.model.errors import InputError

@@ -28,7 +28,7 @@ expected pages, so the trace depends on those pages' content instead of every pa
 import hashlib
 from functools import cache
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from whichstage.agent import factory as agent, reading as traces
 from whichstage.project import criteria
@@ -38,6 +38,7 @@ from whichstage.judging.metrics import OWN_METRICS, READS, Measure, judged_metri
 from whichstage.providers.backend_versions import code_version
 from whichstage.providers.names import OFFLINE, is_imported
 from whichstage.recording.requests import AGAIN
+from whichstage.model.dicts import CallDict, CaseDict, RowDict, TraceDict
 
 
 class Inputs:
@@ -77,7 +78,7 @@ class Inputs:
         if self.pages:
             cassette.index("pages", self.searched["pages"], lambda: {p["id"]: sha(p) for p in self.pages})
 
-    def view(self, trace: dict) -> dict:
+    def view(self, trace: TraceDict) -> dict:
         """The trace read by roles (whichstage.agent.reading.read); raises trace.Unreadable for a retriever call whose
         pages cannot be read."""
         return traces.read(trace, self.roles, self.page_ids)
@@ -86,12 +87,12 @@ class Inputs:
         """The pages with a planted instruction that a retriever returned to the agent, in the order it read them."""
         return [page for page in dict.fromkeys(view["retrieved"]) if page in self.planted]
 
-    def expected_pages(self, case: dict) -> list[dict]:
+    def expected_pages(self, case: CaseDict) -> list[dict]:
         """The case's expected pages, in the order the case lists them: what the counterfactual retriever returns."""
         return [self.by_id[p] for p in case["expected_docs"]]
 
-    def agent_deps(self, case: dict, pages: Optional[list[dict]] = None,
-                   made: Optional[list[dict]] = None) -> Callable[[dict], dict]:
+    def agent_deps(self, case: CaseDict, pages: Optional[list[dict]] = None,
+                   made: Optional[list[CallDict]] = None) -> Callable[[TraceDict], dict]:
         """What the case's trace depends on, given what the trace did; with `pages`, the counterfactual
         trace, whose retriever returned those pages; with `made`, the trace of the tools intervention, which
         began with those calls made for it."""
@@ -99,7 +100,7 @@ class Inputs:
         if self.imported:
             return imported_deps(case)
 
-        def deps(trace: dict) -> dict:
+        def deps(trace: TraceDict) -> dict:
             found = {"question": sha(case["question"]), **self.common, **({"made calls": sha(made)} if made else {})}
             if case.get("history"):
                 found["history"] = sha(case["history"])
@@ -113,11 +114,11 @@ class Inputs:
             return found
         return deps
 
-    def tools_deps(self, case: dict, trace: dict) -> Callable[[dict], dict]:
+    def tools_deps(self, case: CaseDict, trace: TraceDict) -> Callable[[dict], dict]:
         deps = {"tool calls": sha(trace["tool_calls"]), "expected tools": sha(case["expected_tools"])}
         return lambda value: deps
 
-    def judge_deps(self, metric: str, case: dict, trace: dict, context: list[str],
+    def judge_deps(self, metric: str, case: CaseDict, trace: TraceDict, context: list[str],
                    hashes: Optional[dict] = None) -> Callable[[dict], dict]:
         """What one verdict depends on; `hashes` are the case's field hashes (field_hashes), computed once for
         all its metrics."""
@@ -126,10 +127,10 @@ class Inputs:
         return lambda value: deps
 
 
-def imported_deps(case: dict) -> Callable[[dict], dict]:
+def imported_deps(case: CaseDict) -> Callable[[TraceDict], dict]:
     """What an imported trace depends on: the case's question (and earlier turns), the trace's content and its
     source (the file's trace and root span); never the agent's code, tools or model, which did not make it."""
-    def deps(trace: dict) -> dict:
+    def deps(trace: TraceDict) -> dict:
         source = trace.get("source") or {}
         found = {"question": sha(case["question"]), "imported trace": sha({k: v for k, v in trace.items()
                                                                            if k != "source"}),
@@ -138,7 +139,7 @@ def imported_deps(case: dict) -> Callable[[dict], dict]:
     return deps
 
 
-def judge_input(case: dict) -> str:
+def judge_input(case: CaseDict) -> str:
     """What a judge reads as the input: the question, or for a follow-up the conversation that leads to it."""
     if not case.get("history"):
         return case["question"]
@@ -146,7 +147,8 @@ def judge_input(case: dict) -> str:
     return "\n".join([*turns, f"User: {case['question']}"])
 
 
-def field_hashes(case: dict, trace: dict, context: list[str], question: Optional[str] = None) -> dict[str, str]:
+def field_hashes(case: CaseDict, trace: TraceDict, context: list[str],
+                 question: Optional[str] = None) -> dict[str, str]:
     """The hash of each field a judge metric may read (judging.READS); `question` is judge_input(case), when
     the caller has it."""
     return {"question": sha(judge_input(case) if question is None else question), "answer": sha(trace["answer"]),
@@ -218,11 +220,11 @@ def recorded_repeats(names) -> int:
     return max(runs, default=1)
 
 
-def agent_entry(case: dict, variant: str = "") -> str:
+def agent_entry(case: Union[CaseDict, RowDict], variant: str = "") -> str:
     return f"agent/{case['id']}{variant}"
 
 
-def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
+def case_entries(inputs: Inputs, case: CaseDict, trace: TraceDict, variant: str = "",
                  view: Optional[dict] = None) -> dict[str, tuple[Callable, Callable]]:
     """The entries a case needs once its trace exists: name -> (deps_of, compute(judge)); `view` is the trace
     read by role, when the caller has it. Raises trace.Unreadable when a retriever call's pages cannot be
@@ -247,7 +249,7 @@ def case_entries(inputs: Inputs, case: dict, trace: dict, variant: str = "",
     return needed
 
 
-def recheck_entry(case: dict, needed: dict[str, tuple[Callable, Callable]],
+def recheck_entry(case: CaseDict, needed: dict[str, tuple[Callable, Callable]],
                   stage: str) -> dict[str, tuple[Callable, Callable]]:
     """The verdict of `stage` judged again, `judge/<case>/<stage>#again`: the same measurement as the case's own
     entry (in `needed`, case_entries), asked anew (its requests keyed apart, requests.repeat_of)."""
@@ -258,7 +260,7 @@ def recheck_entry(case: dict, needed: dict[str, tuple[Callable, Callable]],
 CHECKED_IN = ("context", "pages")  # where the answer check looks: the context the agent read, the expected pages
 
 
-def answer_check_entries(inputs: Inputs, case: dict, lacks: list[str], context: list[str],
+def answer_check_entries(inputs: Inputs, case: CaseDict, lacks: list[str], context: list[str],
                          variant: str = "") -> dict[str, tuple[Callable, Callable]]:
     """The answer check of a case failing at an answer stage (of an intervention's run, with `variant`): what
     the answer lacks (`lacks`), judged by the facts metric against the context the agent read and against the
@@ -278,6 +280,6 @@ def answer_check_entries(inputs: Inputs, case: dict, lacks: list[str], context: 
     return needed
 
 
-def graded_on_facts(case: dict) -> bool:
+def graded_on_facts(case: CaseDict) -> bool:
     """A case with expected facts is graded on them, unless it expects an abstention."""
     return bool(case.get("expected_facts")) and case.get("expected_behavior") != "abstain"

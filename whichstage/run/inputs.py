@@ -5,6 +5,7 @@ tools (whichstage/agent/factory.py) and checks the cases against all of them (wh
 """
 from typing import Optional
 
+from whichstage.model.dicts import CaseSetDict
 from whichstage.agent import factory as agent
 from whichstage.project import checks as own_checks
 from whichstage.project.corpus import read_pages, read_records
@@ -15,7 +16,7 @@ from whichstage.project.config import Project
 class Loaded:
     """A project's inputs, loaded and checked: cases, pages, records by lookup tool, and the agent's tools."""
 
-    def __init__(self, project, cases: dict, pages: list[dict], records: dict[str, dict], described,
+    def __init__(self, project, cases: CaseSetDict, pages: list[dict], records: dict[str, dict], described,
                  checks: Optional[list] = None):
         self.project, self.cases, self.pages, self.records, self.described = project, cases, pages, records, described
         self.checks = checks or []  # the project's own checks, imported (whichstage.project.checks)

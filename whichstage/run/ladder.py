@@ -28,6 +28,7 @@ from whichstage.run.entries import Inputs, sha, versioned
 from whichstage.providers.backend_versions import package_version
 from whichstage.calls.pool import locked_once
 from whichstage.scoring.retrieval import documents, retrieval_scores
+from whichstage.model.dicts import CaseDict, RowDict
 
 RRF_K = 60
 RECORDED = ("vector", "keyword")
@@ -73,10 +74,10 @@ def case_ladder(rankings: dict[str, Optional[list[str]]], expected: list[str], k
     return {rung: {"ranking": ranking, **rung_scores(ranking, expected, k)} for rung, ranking in ranked.items()}
 
 
-def summarize(rows: list[dict], k: int, rank: Optional[str] = None) -> Optional[dict]:
+def summarize(rows: list[RowDict], k: int, rank: Optional[str] = None) -> Optional[dict]:
     """hit@k, recall@k and MRR of every rung over the rows that have a ladder; None when none has. `rank` is
     the project's ranking function, when the vector rung is its retriever."""
-    ladders = [r["ladder"] for r in rows if r.get("ladder")]
+    ladders = [v for r in rows if (v := r.get("ladder"))]
     if not ladders:
         return None
     n = len(ladders)
@@ -120,9 +121,9 @@ def markdown_lines(ladder: Optional[dict], embedder: str) -> list[str]:
     return lines + ["\n" + meaning(ladder)]
 
 
-def baseline_part(rows: list[dict]) -> dict[str, dict[str, float]]:
+def baseline_part(rows: list[RowDict]) -> dict[str, dict[str, float]]:
     """What a baseline keeps of the ladder: each case's recall@k on each rung."""
-    return {r["id"]: {rung: v["recall"] for rung, v in r["ladder"].items()} for r in rows if r.get("ladder")}
+    return {r["id"]: {rung: v["recall"] for rung, v in ladder.items()} for r in rows if (ladder := r.get("ladder"))}
 
 
 def regressions(saved: dict[str, dict[str, float]], now: dict[str, dict[str, float]]) -> list[str]:
@@ -134,7 +135,7 @@ def regressions(saved: dict[str, dict[str, float]], now: dict[str, dict[str, flo
 
 # ---- the recorded rankings -----------------------------------------------------------------------------
 
-def entry_name(case: dict, rung: str) -> str:
+def entry_name(case: CaseDict, rung: str) -> str:
     return f"ladder/{case['id']}/{rung}"
 
 
@@ -144,7 +145,7 @@ def keyword_ranker() -> str:
     return f"bm25s {package_version('bm25s')} {sha({**TOKENS, **BM25})}"
 
 
-def recorded_deps(inputs: Inputs, case: dict) -> dict[str, Callable[[list], dict]]:
+def recorded_deps(inputs: Inputs, case: CaseDict) -> dict[str, Callable[[list], dict]]:
     """rung -> what its ranking depends on: the question and every page; for vector also the project's rank
     function and the agent's code (or the reference index) and the embedder where it is used, for keyword
     the library and its settings. Nothing is recorded for a case that expects no page."""
@@ -166,7 +167,8 @@ def rank_wanted(inputs: Inputs) -> list[str]:
     return inputs.loaded.described.rank_wanted
 
 
-def row_ladder(inputs: Inputs, case: dict, entry: Callable[[str, Callable], Optional[list]], k: int) -> Optional[dict]:
+def row_ladder(inputs: Inputs, case: CaseDict, entry: Callable[[str, Callable], Optional[list]],
+               k: int) -> Optional[dict[str, dict]]:
     """The case's ladder from its recorded rankings; `entry(name, deps_of)` looks each one up."""
     found = {rung: entry(entry_name(case, rung), deps) for rung, deps in recorded_deps(inputs, case).items()}
     return case_ladder(found, case["expected_docs"], k)
@@ -181,7 +183,7 @@ class Rankers:
         self.keyword_index = locked_once(lambda: keyword_index(inputs.pages))
         self.ranker = locked_once(lambda: project_ranker(inputs))
 
-    def entries(self, case: dict) -> dict[str, tuple[Callable, Callable[[], list]]]:
+    def entries(self, case: CaseDict) -> dict[str, tuple[Callable, Callable[[], list]]]:
         """name -> (deps_of, compute) of the case's recorded rankings."""
         question = case["question"]
         vector = ((lambda: project_ranking(self.ranker(), question, self.inputs)) if self.inputs.project.rank else

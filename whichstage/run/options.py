@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from whichstage.calls.options import DEFAULT_CONCURRENCY
+from whichstage.model.dicts import CaseSetDict
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,7 @@ class RunOptions:
     quiet: bool = False
     split: str = "dev"
     repeats: Optional[int] = None
-    cases: Optional[dict] = None
+    cases: Optional[CaseSetDict] = None
     shard: Optional[tuple[int, int]] = None
     plan: bool = False
     batch: bool = False

@@ -24,6 +24,7 @@ from whichstage.project.selection import case_of
 from whichstage.scoring.diagnosis import fix_list
 from whichstage.scoring.summary import added, repeat_summary, spent, summarize
 from whichstage._util.exits import Exit, WhichstageError
+from whichstage.model.dicts import CaseSetDict, ReportDict, RowDict
 
 if TYPE_CHECKING:
     from whichstage.run.scheduler import Live
@@ -58,12 +59,12 @@ def stale_message(cassette: Cassette, stale: dict, total: int, shown_cases: int 
 
 
 def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", repeats: Optional[int] = None,
-             live: Optional["Live"] = None) -> dict:
+             live: Optional["Live"] = None) -> ReportDict:
     """Score every case from the cassette: the report of `split`, or with None every case's row unsummarised
     (for of_split). In live mode, first record what is missing or stale with `live` (a recording.Live, whose
     models are built only when a call needs them, so a replay imports no model library)."""
     errors: dict[str, str] = {}
-    done: dict[str, dict] = {}
+    done: dict[str, RowDict] = {}
     stale: Optional[dict] = None if cassette.live else {}
     inputs.index(cassette)
     if inputs.calibration is None:  # it decides which failing verdicts are in doubt, and judged again
@@ -76,7 +77,7 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
 
         recorded = collect(inputs, cassette, live or Live(), repeats)
         errors, done = recorded.errors, recorded.rows
-    rows = []
+    rows: list[RowDict] = []
     for case in inputs.cases["cases"]:
         rows.append(done.pop(case["id"]) if case["id"] in done else
                     case_row(inputs, case, cassette, errors.get(case["id"]), stale))
@@ -88,12 +89,12 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
             rows[-1]["also_spent"] = added(*earlier, *map(spent, again))
     if stale:
         raise RecordingError(stale_message(cassette, stale, len(rows)))
-    every = {"key": recording_key(inputs), "rows": rows, "calibration": inputs.calibration,
+    every: ReportDict = {"key": recording_key(inputs), "rows": rows, "calibration": inputs.calibration,
              "threshold": inputs.project.threshold, "thresholds": inputs.project.thresholds}
     return every if split is None else of_split(every, split)
 
 
-def of_split(report: dict, split: str) -> dict:
+def of_split(report: ReportDict, split: str) -> ReportDict:
     """The report of one split from a report of every case."""
     rows, k = [r for r in report["rows"] if split == "all" or r["split"] == split], report["key"]["k"]
     hidden = sum(r["split"] == "holdout" for r in report["rows"]) if split == "dev" else 0
@@ -107,7 +108,7 @@ def of_split(report: dict, split: str) -> dict:
 
 
 def replay(loaded: Loaded, *, model: Optional[str] = None, split: str = "dev", repeats: Optional[int] = None,
-           judge: Optional[str] = None) -> list[dict]:
+           judge: Optional[str] = None) -> list[ReportDict]:
     """Rebuild every chosen report from its recording; a stale entry anywhere refuses the replay."""
     reports, name = [], loaded.cases["name"]
     for path in replay_targets(loaded.project.folder, name, model, judge):
@@ -120,7 +121,7 @@ def replay(loaded: Loaded, *, model: Optional[str] = None, split: str = "dev", r
     return reports
 
 
-def subset(loaded: Loaded, cases: Optional[dict]) -> Loaded:
+def subset(loaded: Loaded, cases: Optional[CaseSetDict]) -> Loaded:
     """The loaded project with only the chosen cases (--case, --shard)."""
     if cases is None:
         return loaded
@@ -159,7 +160,7 @@ class Interrupted(WhichstageError):
     exit_code, interrupts = Exit.INTERRUPTED, True
 
 
-def record(loaded: Loaded, options: RunOptions) -> tuple[dict, Optional[str], int]:
+def record(loaded: Loaded, options: RunOptions) -> tuple[ReportDict, Optional[str], int]:
     """Call the models for every entry that is missing or stale, then build the report of the options' split;
     also the number of cases of any split whose calls still failed (a held-out case's error counts too). With
     `plan` nothing is called or written, and the text returned second says what would be called and its cost

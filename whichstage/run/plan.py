@@ -21,6 +21,7 @@ from whichstage.recording.format import entry_count
 from whichstage.recording.requests import AGAIN
 from whichstage.providers.names import model_of, provider_of
 from whichstage.project.selection import case_of
+from whichstage.model.dicts import CaseDict
 
 # Tokens per call when the recording has no measured entry of the kind: a rough rule, stated in the plan.
 RULE = {"agent": (1500, 150), "judge": (1200, 150)}
@@ -44,7 +45,7 @@ def predictor(inputs, recorded: dict[str, dict]) -> Callable[[str], Any]:
     """The stand-in value of an entry a plan does not compute (see the module docstring)."""
     by_id = {c["id"]: c for c in inputs.cases["cases"]}
 
-    def output(tool: str, case: dict) -> dict:
+    def output(tool: str, case: CaseDict) -> dict:
         if inputs.project.role_of(tool) != "retriever":
             return {"tool": tool, "content": "(planned)"}
         pages = [{"id": p["id"], "text": p["text"]} for p in inputs.expected_pages(case)]

@@ -1,7 +1,7 @@
 """A case's report row, built from its recorded entries: the trace, the verdicts, the first failing stage, the
 interventions recorded for a failure (for retrieval the run with the expected pages, for an answer stage the
 answer check) and the diagnosis they prove (scoring/diagnosis.py)."""
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 from whichstage.recording.store import ABSENT, Cassette
 from whichstage.project import checks as own_checks, criteria
@@ -17,14 +17,15 @@ from whichstage.scoring.gating import first_failure, with_threshold
 from whichstage.scoring.summary import added, spent
 from whichstage.scoring.tools import tool_verdict
 from whichstage.agent.reading import Unreadable
+from whichstage.model.dicts import CallDict, CaseDict, InterventionDict, RowDict, TraceDict, VerdictDict
 
 
 # Why an intervention that runs the agent again has no run for an imported trace.
 NO_AGENT = "imported trace: no agent to re-run with the expected {}"
 
 
-def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str] = None,
-             stale: Optional[dict] = None, variant: str = "", made: Optional[list[dict]] = None) -> dict:
+def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, error: Optional[str] = None,
+             stale: Optional[dict] = None, variant: str = "", made: Optional[list[CallDict]] = None) -> RowDict:
     """A report row from the case's current entries (of an intervention's run, with `variant`; `made`, the calls
     the tools intervention made). An entry without a current value is left out; in a replay, `stale` collects
     why, by case."""
@@ -39,16 +40,17 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
             return None
         return value
 
-    row = {"id": case["id"], "question": case["question"], "category": case["category"],
-           "split": case["split"], "expected_behavior": case["expected_behavior"], "reference": case["reference"],
-           "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
-           "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", []),
-           **criteria.row_part(inputs.project.criteria)}
+    row: RowDict = {
+        "id": case["id"], "question": case["question"], "category": case["category"], "split": case["split"],
+        "expected_behavior": case["expected_behavior"], "reference": case["reference"],
+        "expected_docs": case["expected_docs"], "expected_tools": case["expected_tools"],
+        "expected_args": case.get("expected_args", {}), "must_not": case.get("must_not", [])}
+    row.update(criteria.row_part(inputs.project.criteria))
     if not variant:
         row["ladder"] = ladder.row_ladder(inputs, case, entry, inputs.k)  # the retrieval ladder: needs no trace
     pages = inputs.expected_pages(case) if variant == EXPECTED_PAGES else None
     trace = entry(agent_entry(case, variant), inputs.agent_deps(case, pages, made))
-    unscored: dict[str, Any] = {
+    unscored: RowDict = {
         "answer": None, "calls": [], "tool_calls": [], "retrieved": [], "searches": [], "searched": False,
         "behaviour": None, "tools": None, "retrieval": None, "judged": {}, "usage": {}, "agent_s": None,
         "error": error, "first_failure": "error"}
@@ -102,10 +104,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
         else:
             # a live run's missing intervention is one to record: there alone it counts as stale
             again = case_row(inputs, case, cassette, None, stale if cassette.live else None, EXPECTED_CALLS, calls)
-            row["tools_intervention"] = None if again["answer"] is None else {
-                "calls": calls, "first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
-                "answer": again["answer"], **({"answer_check": again["answer_check"]} if "answer_check" in again
-                                              else {})}
+            row["tools_intervention"] = None if again["answer"] is None else intervention(again, {"calls": calls})
             if again["answer"] is not None:
                 also_spent(row, again)
     attach_answer_check(row, inputs, case, cassette, view["context"], entry)
@@ -114,7 +113,7 @@ def case_row(inputs: Inputs, case: dict, cassette: Cassette, error: Optional[str
     return row
 
 
-def attach_recheck(row: dict, inputs: Inputs, case: dict, cassette: Cassette,
+def attach_recheck(row: RowDict, inputs: Inputs, case: CaseDict, cassette: Cassette,
                    needed: dict[str, tuple[Callable, Callable]], entry: Callable) -> None:
     """The failing verdict in doubt judged again (scoring/recheck.py), when the row has one; not recorded yet is no
     stale replay, and in a live run one to record."""
@@ -125,17 +124,17 @@ def attach_recheck(row: dict, inputs: Inputs, case: dict, cassette: Cassette,
     again = entry(name, deps_of) if cassette.live else recorded(cassette.lookup(name, deps_of)[0])
     row["judge_recheck"] = recheck.outcome(doubt, again)
     if again:
-        also_spent(row, {"judged": {name: again}})
+        also_spent(row, {"judged": {name: cast(VerdictDict, again)}})
 
 
-def rechecks(inputs: Inputs, case: dict, row: dict,
+def rechecks(inputs: Inputs, case: CaseDict, row: RowDict,
              needed: dict[str, tuple[Callable, Callable]]) -> dict[str, tuple[Callable, Callable]]:
     """The entry of the row's failing verdict in doubt judged again; none when no verdict is in doubt."""
     doubt = recheck.in_doubt(row, inputs.project.recheck_within, inputs.unreliable)
     return recheck_entry(case, needed, doubt["stage"]) if doubt else {}
 
 
-def trace_source(trace: dict, retrievers: list[str]) -> Optional[dict]:
+def trace_source(trace: TraceDict, retrievers: list[str]) -> Optional[dict]:
     """Where an imported trace came from (its `source`: format, file, trace_id, span_id), with the span ids of its
     retriever outputs in call order (`retriever_spans`) where they carry one; None for a trace the harness ran."""
     source = trace.get("source")
@@ -145,7 +144,7 @@ def trace_source(trace: dict, retrievers: list[str]) -> Optional[dict]:
     return {**source, **({"retriever_spans": spans} if spans else {})}
 
 
-def attach_answer_check(row: dict, inputs: Inputs, case: dict, cassette: Cassette, context: list[str],
+def attach_answer_check(row: RowDict, inputs: Inputs, case: CaseDict, cassette: Cassette, context: list[str],
                         entry: Callable, variant: str = "") -> None:
     """The row's answer check, when it fails at an answer stage; not recorded yet is no stale replay (a threshold
     moved at replay can call for one), and in a live run one to record. Its judge calls are the run's spending."""
@@ -155,18 +154,18 @@ def attach_answer_check(row: dict, inputs: Inputs, case: dict, cassette: Cassett
     found = {name: entry(name, deps_of) if cassette.live else recorded(cassette.lookup(name, deps_of)[0])
              for name, (deps_of, _) in checks.items()}
     row["answer_check"] = answer_check(answer_lacks(row), found)
-    paid = {name: value for name, value in found.items() if value}
+    paid = {name: cast(VerdictDict, value) for name, value in found.items() if value}
     if paid:
         also_spent(row, {"judged": paid})
 
 
-def also_spent(row: dict, run: dict) -> None:
+def also_spent(row: RowDict, run: RowDict) -> None:
     """Add what an intervention's run (or an answer check's verdicts, as {"judged": ...}) spent to the row's."""
     found = [spent(run), *([run["also_spent"]] if run.get("also_spent") else [])]
     row["also_spent"] = added(*([row["also_spent"]] if row.get("also_spent") else []), *found)
 
 
-def expected_calls(inputs: Inputs, case: dict, row: dict) -> tuple[Optional[list[dict]], str]:
+def expected_calls(inputs: Inputs, case: CaseDict, row: RowDict) -> tuple[Optional[list[CallDict]], str]:
     """The calls the tools intervention makes for a case failing at tools (scoring/diagnosis.calls_to_make);
     none for an imported trace, whose agent cannot run."""
     if inputs.imported:
@@ -178,26 +177,27 @@ def recorded(value: Any) -> Optional[dict]:
     return None if value is ABSENT else value
 
 
-def checked_answer(row: dict) -> bool:
+def checked_answer(row: RowDict) -> bool:
     """Whether a row gets the answer check: a case that expects an answer, failing at an answer stage, whose
     answer lacks something it can name."""
     return answer_stage(row["first_failure"]) and row["expected_behavior"] == "answer" and bool(answer_lacks(row))
 
 
-def answer_checks(inputs: Inputs, case: dict, row: dict, context: list[str],
+def answer_checks(inputs: Inputs, case: CaseDict, row: RowDict, context: list[str],
                   variant: str = "") -> dict[str, tuple[Callable, Callable]]:
     """The answer check's entries a row needs (none where there is no text to look in)."""
     return answer_check_entries(inputs, case, answer_lacks(row), context, variant) if checked_answer(row) else {}
 
 
-def intervention_checks(inputs: Inputs, case: dict, cassette: Cassette,
-                        row: dict) -> dict[str, tuple[Callable, Callable]]:
+def intervention_checks(inputs: Inputs, case: CaseDict, cassette: Cassette,
+                        row: RowDict) -> dict[str, tuple[Callable, Callable]]:
     """The answer checks the row's interventions' runs still need: each run recorded that fails at an answer
     stage, and not yet checked."""
-    runs: list[tuple[str, Optional[list[dict]], Optional[list[dict]]]] = []
+    runs: list[tuple[str, Optional[list[dict]], Optional[list[CallDict]]]] = []
     if row["first_failure"] == "retrieval" and inputs.counterfactual:
         runs.append((EXPECTED_PAGES, inputs.expected_pages(case), None))
-    made = (row.get("tools_intervention") or {}).get("calls")
+    tried = row.get("tools_intervention")
+    made = tried.get("calls") if tried else None
     if row["first_failure"] == "tools" and made:
         runs.append((EXPECTED_CALLS, None, made))
     needed: dict[str, tuple[Callable, Callable]] = {}
@@ -220,10 +220,16 @@ def answer_check(lacks: list[str], found: dict[str, Optional[dict]]) -> Optional
             "in_pages": covered.get("pages")}
 
 
-def counterfactual(again: dict) -> Optional[dict]:
+def counterfactual(again: RowDict) -> Optional[InterventionDict]:
     """Would the right pages have fixed it? `again` is the same agent on the same question, its search
     returning the case's expected pages, scored the same way, and its answer; None until that run is recorded."""
-    if again["answer"] is None:
-        return None
-    return {"for": "retrieval", "first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
-            "answer": again["answer"], **({"answer_check": again["answer_check"]} if "answer_check" in again else {})}
+    return None if again["answer"] is None else intervention(again, {"for": "retrieval"})
+
+
+def intervention(again: RowDict, run: InterventionDict) -> InterventionDict:
+    """An intervention's recorded run as its row holds it: `run` (what it was) and how it then fared."""
+    run.update({"first_failure": again["first_failure"], "fixed": again["first_failure"] is None,
+                "answer": again["answer"]})
+    if "answer_check" in again:
+        run["answer_check"] = again["answer_check"]
+    return run

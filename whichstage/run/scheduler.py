@@ -15,6 +15,7 @@ from whichstage.calls.progress import write_line
 from whichstage.run.rows import answer_checks, case_row, expected_calls, intervention_checks, rechecks
 from whichstage.scoring.diagnosis import answer_stage
 from whichstage.agent.reading import Unreadable
+from whichstage.model.dicts import CallDict, CaseDict, RowDict, TraceDict
 
 
 class ProgressLike(Protocol):
@@ -41,13 +42,13 @@ class Quiet:
 
 
 def run_agent(agent, question: str, history: Optional[list[dict]] = None,
-              made: Optional[list[dict]] = None) -> dict:
+              made: Optional[list[CallDict]] = None) -> TraceDict:
     """One agent run's trace, with its time; a case with `history` is its last turn after those; `made`, the
     calls the tools intervention makes for it first."""
     from whichstage.agent.capture import run
 
     trace, took = timed(lambda: run(agent, question, history, made))
-    return {**trace, "agent_s": took}
+    return cast(TraceDict, {**trace, "agent_s": took})  # the agent's run, captured in the trace's shape
 
 
 def constant(value: Any) -> Callable[[], Any]:
@@ -61,7 +62,7 @@ class Live:
     searches the case's expected pages), the judge's batch API if any, the calls in flight and the progress."""
     judge: Callable[[], object] = lambda: None
     agent: Callable[[], object] = lambda: None
-    counterfactual_agent: Optional[Callable[[dict], object]] = None
+    counterfactual_agent: Optional[Callable[[CaseDict], object]] = None
     batch: Optional[Callable[[list], dict]] = None
     concurrency: int = 1
     progress: ProgressLike = field(default_factory=Quiet)
@@ -72,7 +73,7 @@ class Recorded:
     """What a live run did: the error of each case whose calls still failed after retries, and the rows of the
     cases it found complete (every entry recorded and current), which it did not schedule."""
     errors: dict[str, str]
-    rows: dict[str, dict]
+    rows: dict[str, RowDict]
 
 
 def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) -> Recorded:
@@ -84,16 +85,16 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
     the agents are done and are measured together (whichstage/run/batch.py: [(name, measure)] -> name -> value or
     exception), then any counterfactual runs they call for, and so on."""
     progress = live.progress
-    done: dict[str, dict] = {}  # case id -> its row, for the cases found complete
+    done: dict[str, RowDict] = {}  # case id -> its row, for the cases found complete
     pool, lock = Pool(live.concurrency), threading.Lock()
     errors: dict[str, str] = {}  # case id -> its first error
     left: dict[str, int] = {}  # case id -> its entries not finished yet
     second: set[str] = set()  # the cases whose counterfactual run was submitted
     checked: set[str] = set()  # the cases whose answer check was submitted
     made: set[str] = set()  # the cases whose run with the expected calls made was submitted
-    deferred: list[tuple[dict, str, Callable, Callable]] = []  # the judge steps a batch measures
+    deferred: list[tuple[CaseDict, str, Callable, Callable]] = []  # the judge steps a batch measures
 
-    def record(name: str, deps_of: Callable, compute: Callable[[], dict]) -> tuple[Optional[dict], Optional[str]]:
+    def record(name: str, deps_of: Callable, compute: Callable[[], Any]) -> tuple[Any, Optional[str]]:
         """The entry's value, or the error that stopped it after retries (logged, and kept for the row)."""
         try:
             return cassette.get(name, deps_of, lambda: with_retries(name, compute, progress.log)), None
@@ -101,7 +102,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             progress.log(f"error: {e}")
             return None, str(e)
 
-    def finish(case: dict, error: Optional[str]) -> None:
+    def finish(case: CaseDict, error: Optional[str]) -> None:
         cid = case["id"]
         with lock:
             if error:
@@ -124,7 +125,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
                 return
         progress.advance(first)
 
-    def submit(case: dict, marks: set[str], tasks: list[Callable[[], None]]) -> bool:
+    def submit(case: CaseDict, marks: set[str], tasks: list[Callable[[], None]]) -> bool:
         """Mark the case in `marks`, count `tasks` among its entries left and hand them to the pool; False
         when there are none."""
         if not tasks:
@@ -136,7 +137,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             pool.submit(task)
         return True
 
-    def own_answer_checks(case: dict, row: dict) -> dict:
+    def own_answer_checks(case: CaseDict, row: RowDict) -> dict:
         """The answer check and the recheck of the verdict in doubt the case's own run still needs."""
         if not answer_stage(row["first_failure"]) and row["first_failure"] != "behaviour":
             return {}
@@ -146,7 +147,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
                   **rechecks(inputs, case, row, case_entries(inputs, case, trace, "", view))}
         return {name: need for name, need in needed.items() if cassette.lookup(name, need[0])[0] is ABSENT}
 
-    def judge_step(case: dict, name: str, deps_of: Callable, compute: Callable) -> None:
+    def judge_step(case: CaseDict, name: str, deps_of: Callable, compute: Callable) -> None:
         if live.batch is not None and name.startswith("judge/") and not cassette.has(name):
             if cassette.lookup(name, deps_of)[0] is ABSENT:
                 with lock:
@@ -168,10 +169,10 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             else:
                 finish(case, record(name, deps_of, constant(value))[1])
 
-    def agent_step(case: dict, variant: str = "", calls: Optional[list[dict]] = None) -> None:
+    def agent_step(case: CaseDict, variant: str = "", calls: Optional[list[CallDict]] = None) -> None:
         if variant == EXPECTED_PAGES:
             # finish submits a counterfactual run only when there is a counterfactual agent
-            counterfactual = cast(Callable[[dict], object], live.counterfactual_agent)
+            counterfactual = cast(Callable[[CaseDict], object], live.counterfactual_agent)
             deps, build = inputs.agent_deps(case, inputs.expected_pages(case)), lambda: counterfactual(case)
         else:
             deps, build = inputs.agent_deps(case, None, calls), live.agent
@@ -180,7 +181,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         if trace is None:
             return finish(case, error)  # a failed counterfactual run is the case's error, as any failed call
         try:
-            needed = case_entries(inputs, case, trace, variant)
+            needed = case_entries(inputs, case, cast(TraceDict, trace), variant)
         except Unreadable as e:  # the trace is kept; its row says what could not be read
             progress.log(f"error: {agent_entry(case, variant)}: {e}")
             return finish(case, f"{agent_entry(case, variant)}: {e}")
@@ -190,7 +191,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             pool.submit(partial(judge_step, case, name, deps_of, compute))
         finish(case, None)
 
-    def current_row(case: dict) -> Optional[dict]:
+    def current_row(case: CaseDict) -> Optional[RowDict]:
         """The row of a case whose every entry is recorded and current: nothing to call, nothing to redo."""
         if repeats > 1:
             return None

@@ -14,6 +14,7 @@ from typing import Optional
 from whichstage.model.stages import BY_NAME
 from whichstage.scoring.gating import passes, stage_results, threshold_of
 from whichstage.scoring.recheck import judge_cause
+from whichstage.model.dicts import CallDict, CaseDict, InterventionDict, DiagnosisDict, RowDict
 
 # The causes a diagnosis can name, each with what to fix; the fix list breaks a tie between two in this order.
 CAUSES = {"retriever": "the retriever", "tool choice": "the tool descriptions or the prompt",
@@ -22,20 +23,20 @@ CAUSES = {"retriever": "the retriever", "tool choice": "the tool descriptions or
           "flaky": "the run's randomness (repeat it, or pin the model's sampling)", "undetermined": "nothing proven"}
 
 
-def answer_lacks(row: dict) -> list[str]:
+def answer_lacks(row: RowDict) -> list[str]:
     """What the answer lacks: the expected facts it does not state, else the reference (as one fact)."""
     facts = (row.get("judged") or {}).get("facts") or {}
     missing = [f["fact"] for f in facts.get("facts") or [] if not f.get("covered")]
     return missing or ([row["reference"]] if row.get("reference") else [])
 
 
-def calls_to_make(case: dict, made: list[dict], parameters: dict[str, dict],
-                  retrievers: list[str]) -> tuple[Optional[list[dict]], str]:
+def calls_to_make(case: CaseDict, made: list[CallDict], parameters: dict[str, dict],
+                  retrievers: list[str]) -> tuple[Optional[list[CallDict]], str]:
     """The expected calls the tools intervention makes for the agent, each with the case's stated arguments
     (a plain value; a matcher such as {"contains": ...} is no value) over those of the agent's own call to that
     tool, a retriever otherwise searching with the question; (None, why) when a call's arguments are unknown."""
-    own = [dict(c) for c in made]
-    calls = []
+    own = list(made)
+    calls: list[CallDict] = []
     for name in case.get("expected_tools") or []:
         mine = next((c for c in own if c["name"] == name), None)
         if mine is not None:
@@ -56,7 +57,7 @@ def answer_stage(stage: Optional[str]) -> bool:
     return stage not in (None, "error") and (stage not in BY_NAME or BY_NAME[stage].decides == "judged")
 
 
-def deviation(row: dict) -> Optional[dict]:
+def deviation(row: RowDict) -> Optional[dict]:
     """The first step that departs from the case: the first tool call that is not an expected one (its index,
     or the count of calls when an expected call is missing), else the first search, which lacked an expected
     page no search returned in its top k; None when the trajectory kept to the case."""
@@ -69,16 +70,16 @@ def deviation(row: dict) -> Optional[dict]:
             return {"step": i, "call": name, "why": f"call {i + 1}, {name}, is not an expected call"}
     if left:
         return {"step": len(calls), "call": None, "why": f"expected {left[0]} after call {len(calls)}, not called"}
-    missed = (row.get("retrieval") or {}).get("missed") or []
-    searches = row.get("searches") or []
-    if missed and searches:
-        k = (row.get("retrieval") or {}).get("k")
+    retrieval, searches = row.get("retrieval"), row.get("searches") or []
+    missed = (retrieval.get("missed") or []) if retrieval else []
+    if retrieval and missed and searches:
+        k = retrieval.get("k")
         return {"step": 0, "search": 0, "why": f"search 1 did not return {missed[0]}"
                                                + (f" in its top {k}" if k else "")}
     return None
 
 
-def diagnose(row: dict) -> Optional[dict]:
+def diagnose(row: RowDict) -> Optional[DiagnosisDict]:
     """A failing row's diagnosis: {"cause", "evidence", "deviation"} (evidence: {"intervention", "outcome",
     "answer"?}; an undetermined cause says why in its outcome); None for a passing or errored row."""
     first = row.get("first_failure")
@@ -91,14 +92,14 @@ def diagnose(row: dict) -> Optional[dict]:
     return {"cause": cause, "evidence": evidence, "deviation": deviation(row)}
 
 
-def flaky(row: dict) -> Optional[tuple[str, dict]]:
+def flaky(row: RowDict) -> Optional[tuple[str, dict]]:
     runs = row.get("repeats")
     if runs and 0 < runs["passes"] < runs["runs"]:
         return "flaky", {"intervention": "repeats", "outcome": f"passes {runs['passes']} of {runs['runs']} runs"}
     return None
 
 
-def tools_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
+def tools_cause(row: RowDict, first: str) -> Optional[tuple[str, dict]]:
     """The agent with the expected calls made for it, then left to answer: tool choice (the tool descriptions
     or the prompt), when the case then passes."""
     if first != "tools" or "tools_intervention" not in row:
@@ -118,7 +119,7 @@ def tools_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
     return then_lacks(made, then, evidence) or ("undetermined", {**evidence, "outcome": then})
 
 
-def retrieval_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
+def retrieval_cause(row: RowDict, first: str) -> Optional[tuple[str, dict]]:
     """The run with the expected pages: the retriever, when the case then passes."""
     if first != "retrieval":
         return None
@@ -141,7 +142,7 @@ def retrieval_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
     return then_lacks(cf, later, evidence) or ("undetermined", {**evidence, "outcome": later})
 
 
-def then_lacks(run: dict, then: str, evidence: dict) -> Optional[tuple[str, dict]]:
+def then_lacks(run: InterventionDict, then: str, evidence: dict) -> Optional[tuple[str, dict]]:
     """An intervention's run that then fails at an answer stage, diagnosed by its own answer check."""
     if not answer_stage(run.get("first_failure")) or "answer_check" not in run:
         return None
@@ -151,7 +152,7 @@ def then_lacks(run: dict, then: str, evidence: dict) -> Optional[tuple[str, dict
     return cause, {**evidence, "outcome": f"{then}: {outcome}"}
 
 
-def answer_cause(row: dict, first: str) -> Optional[tuple[str, dict]]:
+def answer_cause(row: RowDict, first: str) -> Optional[tuple[str, dict]]:
     """What the answer lacks, judged in the context the agent saw and in the expected pages: in the context,
     the generator or prompt; only in the pages, the retriever; in neither, a docs gap naming the facts."""
     if not answer_stage(first) or "answer_check" not in row:
@@ -179,21 +180,21 @@ def lacks_cause(check: dict) -> tuple[str, str]:
     return "retriever", f"not in the context it read, but in the expected pages: {absent[0]!r}"
 
 
-def second_opinion(row: dict, twin: Optional[dict], judge: str) -> Optional[dict]:
+def second_opinion(row: RowDict, twin: Optional[RowDict], judge: str) -> Optional[DiagnosisDict]:
     """A failing judged verdict the second judge (`twin`, its row of the same trace) passes: the judge is
     uncertain, not the agent proven at fault; None where the second judge agrees or did not judge it."""
-    first = row.get("first_failure")
+    first, diagnosis = row.get("first_failure"), row.get("diagnosis")
     verdict = ((twin or {}).get("judged") or {}).get(first or "")
-    if not row.get("diagnosis") or not answer_stage(first) or verdict is None:
+    if not diagnosis or not answer_stage(first) or verdict is None:
         return None
     if not passes(verdict.get("score"), threshold_of(row, first or "")):
         return None
-    return {"cause": "judge", "deviation": row["diagnosis"].get("deviation"),
+    return {"cause": "judge", "deviation": diagnosis.get("deviation"),
             "evidence": {"intervention": "second judge", "outcome": f"the second judge, {judge}, passes {first} "
                                                                     f"({verdict['score']:.2f}): judge uncertain"}}
 
 
-def fix_list(rows: list[dict]) -> list[dict]:
+def fix_list(rows: list[RowDict]) -> list[dict]:
     """What to fix first: each cause with its cases, the components ordered by cases, then the undetermined."""
     by_cause: dict[str, list[str]] = {}
     for row in rows:

@@ -3,35 +3,36 @@ and the first failing stage, over the stage table (model/stages.py). Pure, no I/
 from typing import Iterable, Optional
 
 from whichstage.model.stages import BEHAVIOUR_JUDGED, PRESUME_AN_ANSWER, STAGES, THRESHOLD
+from whichstage.model.dicts import RowDict, VerdictDict
 
 
 def passes(score: Optional[float], threshold: float = THRESHOLD) -> bool:
     return score is not None and score >= threshold
 
 
-def criteria_of(rows: Iterable[dict]) -> list[str]:
+def criteria_of(rows: Iterable[RowDict]) -> list[str]:
     """The project's own judged criteria (evals.toml `[criteria.NAME]`) that the rows carry, in declared order."""
     return list(dict.fromkeys(name for r in rows for name in r.get("criteria") or {}))
 
 
-def stage_order(rows: Iterable[dict]) -> list[str]:
+def stage_order(rows: Iterable[RowDict]) -> list[str]:
     """The stages of a run in gating order: the built-in STAGES, then the project's criteria."""
     return [*STAGES, *criteria_of(rows)]
 
 
-def threshold_of(row: dict, name: str) -> float:
+def threshold_of(row: RowDict, name: str) -> float:
     """The score a judged verdict needs: the threshold it carries (with_threshold), else its criterion's own,
     else THRESHOLD."""
     verdict = row.get("judged", {}).get(name) or {}
     return verdict.get("threshold", (row.get("criteria") or {}).get(name, THRESHOLD))
 
 
-def verdict_passes(verdict: dict) -> bool:
+def verdict_passes(verdict: VerdictDict) -> bool:
     """A judged verdict against its own threshold: the one it carries (with_threshold), else THRESHOLD."""
     return passes(verdict.get("score"), verdict.get("threshold", THRESHOLD))
 
 
-def with_threshold(verdict: dict, threshold: float) -> dict:
+def with_threshold(verdict: VerdictDict, threshold: float) -> VerdictDict:
     """A recorded verdict as a row holds it: with the threshold it is judged against, when not THRESHOLD. The
     recorded score does not depend on it (DeepEval's threshold sets only its `success`, never recorded), so
     a project's thresholds move verdicts at replay and never make an entry stale."""
@@ -53,14 +54,14 @@ def threshold_differences(before: dict, after: dict) -> list[tuple[str, float, f
     return found
 
 
-def decides_its_stage(row: dict, name: str) -> bool:
+def decides_its_stage(row: RowDict, name: str) -> bool:
     """Whether the row's judged verdict `name` passes or fails a stage of its own: not a behaviour judgement
     (the behaviour stage reads those), nor relevancy or recall on a case that expects an abstention."""
     return name not in BEHAVIOUR_JUDGED and not (row.get("expected_behavior") == "abstain"
                                                 and name in PRESUME_AN_ANSWER)
 
 
-def gate_of(row: dict, metric: str) -> Optional[str]:
+def gate_of(row: RowDict, metric: str) -> Optional[str]:
     """The stage a judged metric's verdict decides on this row: its own, 'behaviour' for a behaviour judgement
     (recorded only where the behaviour check reads it), or None when it is reported and never gates."""
     in_order = metric in STAGES or metric in (row.get("criteria") or {})  # stage_order([row])
@@ -69,22 +70,23 @@ def gate_of(row: dict, metric: str) -> Optional[str]:
     return "behaviour" if metric in BEHAVIOUR_JUDGED and row.get("behaviour") is not None else None
 
 
-def stage_results(row: dict) -> dict[str, bool]:
+def stage_results(row: RowDict) -> dict[str, bool]:
     """Pass or fail of every stage the row has; a stage that does not apply is absent."""
     results = {}
-    if row.get("behaviour") is not None:
-        results["behaviour"] = row["behaviour"]["pass"]
-    if row.get("tools") is not None:
-        results["tools"] = row["tools"]["pass"]
-    if row.get("retrieval") is not None:
-        results["retrieval"] = row["retrieval"]["recall"] == 1.0
+    behaviour, tools, retrieval = row.get("behaviour"), row.get("tools"), row.get("retrieval")
+    if behaviour is not None:
+        results["behaviour"] = behaviour["pass"]
+    if tools is not None:
+        results["tools"] = tools["pass"]
+    if retrieval is not None:
+        results["retrieval"] = retrieval["recall"] == 1.0
     for name, verdict in row.get("judged", {}).items():
         if decides_its_stage(row, name):
             results[name] = passes(verdict["score"], threshold_of(row, name))
     return results
 
 
-def first_failure(row: dict) -> Optional[str]:
+def first_failure(row: RowDict) -> Optional[str]:
     """The earliest failing stage in STAGES order, then the project's criteria, or 'error' when a call never
     completed; contextual precision reports but never gates."""
     if row.get("error"):

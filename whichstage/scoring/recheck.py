@@ -4,12 +4,13 @@ verdict judged again proves. Pure, no I/O."""
 from typing import Optional
 
 from whichstage.scoring.gating import passes, threshold_of, verdict_passes
+from whichstage.model.dicts import RowDict
 
 # The behaviour stage's judged parts: a behaviour failure made of these alone is a judged verdict too.
 BEHAVIOUR_JUDGED = ("abstained", "ignored_planted")
 
 
-def in_doubt(row: dict, within: float, unreliable: frozenset[str] = frozenset()) -> Optional[dict]:
+def in_doubt(row: RowDict, within: float, unreliable: frozenset[str] = frozenset()) -> Optional[dict]:
     """The failing verdict a row judges again: {"stage", "score", "threshold", "why"}; None where the first
     failure is no judged verdict, or its verdict is neither within `within` of its threshold nor of an
     unreliable stage (`unreliable`: the stages whose metric the calibration does not pass)."""
@@ -28,13 +29,13 @@ def in_doubt(row: dict, within: float, unreliable: frozenset[str] = frozenset())
     return None
 
 
-def failing_verdicts(row: dict) -> list[str]:
+def failing_verdicts(row: RowDict) -> list[str]:
     """The judged verdicts the row's first failure consists of: the failing stage's own, or for a behaviour
     failure with no check in code failing, its failing behaviour judgements."""
     first, judged = row.get("first_failure"), row.get("judged") or {}
     if first == "behaviour":
-        behaviour = row.get("behaviour") or {}
-        if behaviour.get("in_code") or behaviour.get("pass", True):
+        behaviour = row.get("behaviour")
+        if behaviour is None or behaviour.get("in_code") or behaviour["pass"]:
             return []
         return [name for name in BEHAVIOUR_JUDGED if name in judged and not verdict_passes(judged[name])]
     return [first] if isinstance(first, str) and first in judged and first not in BEHAVIOUR_JUDGED else []
@@ -49,7 +50,7 @@ def outcome(doubt: dict, again: Optional[dict]) -> Optional[dict]:
     return {**doubt, "again": second, "flipped": passes(second, doubt["threshold"])}
 
 
-def judge_cause(row: dict) -> Optional[tuple[str, dict]]:
+def judge_cause(row: RowDict) -> Optional[tuple[str, dict]]:
     """A verdict that passes when judged again: the judge is uncertain, the agent not proven at fault."""
     check = row.get("judge_recheck")
     if not check or not check["flipped"]:

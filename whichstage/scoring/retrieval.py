@@ -3,8 +3,10 @@ search's documents (its distinct pages in rank order) as every report lists them
 Pure, no I/O."""
 from typing import Iterable, Optional
 
+from whichstage.model.dicts import RetrievalDict
 
-def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> Optional[dict]:
+
+def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> Optional[RetrievalDict]:
     """hit@k, recall@k and reciprocal rank of the expected pages, per search, over documents: a page is
     retrieved at rank r when some search returned it as its r-th distinct page with r <= k (two chunks of one
     page are one document, at the first one's place), and its rank is the best any search gave it. None when
@@ -21,11 +23,13 @@ def retrieval_scores(searches: list[list[str]], expected: list[str], k: int) -> 
             "missed": sorted(set(expected) - set(best))}
 
 
-def case_retrieval(searches: list[list[str]], expected: list[str], k: int) -> Optional[dict]:
+def case_retrieval(searches: list[list[str]], expected: list[str], k: int) -> Optional[RetrievalDict]:
     """A case's retrieval verdict as its row holds it: retrieval_scores and the k they were scored at, so the
     row alone says where k cut each search. None when the case expects no page."""
     scores = retrieval_scores(searches, expected, k)
-    return None if scores is None else {**scores, "k": k}
+    if scores is not None:
+        scores["k"] = k
+    return scores
 
 
 def below_k(searches: list[list[str]], missed: Iterable[str]) -> dict[str, tuple[int, int]]:

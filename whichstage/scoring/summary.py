@@ -1,10 +1,11 @@
 """The summary of a run: counts, pass rates with their intervals per stage and per category, the
 counterfactual runs' counts, repeats and flaky cases, tokens, cost and latency. Pure, no I/O."""
-from typing import Optional
+from typing import Optional, cast
 
 from whichstage.scoring.gating import stage_order, stage_results
 from whichstage.model.stages import JUDGED
 from whichstage._util.stats import percentile, rate
+from whichstage.model.dicts import RowDict, ToolsDict
 
 
 def mean(values: list[float]) -> Optional[float]:
@@ -15,10 +16,10 @@ def rounded(value: Optional[float]) -> Optional[float]:
     return None if value is None else round(value, 3)
 
 
-def summarize(rows: list[dict], k: int) -> dict:
+def summarize(rows: list[RowDict], k: int) -> dict:
     """Counts, means, pass rates with Wilson intervals, tokens, cost and latency of one run."""
     scored = [r for r in rows if r["first_failure"] != "error"]
-    ranked = [r["retrieval"] for r in scored if r.get("retrieval")]
+    ranked = [v for r in scored if (v := r.get("retrieval"))]
     judged = [v for r in rows for v in r.get("judged", {}).values()]
     results = [stage_results(r) for r in scored]
     stage_rates, order = {}, stage_order(rows)
@@ -27,16 +28,17 @@ def summarize(rows: list[dict], k: int) -> dict:
         stage_rates[stage] = rate(sum(outcomes), len(outcomes))
     first = [r["first_failure"] for r in scored if r["first_failure"]]
     total = added(*map(spent, rows), *(r["also_spent"] for r in rows if r.get("also_spent")))
-    agent_s = [r["agent_s"] for r in rows if r.get("agent_s") is not None]
-    judge_s = [v["judge_s"] for v in judged if v.get("judge_s") is not None]
+    agent_s = [s for r in rows if (s := r.get("agent_s")) is not None]
+    judge_s = [s for v in judged if (s := v.get("judge_s")) is not None]
     return {"cases": len(rows), "errors": len(rows) - len(scored), "passed": len(scored) - len(first),
             "pass_rate": rate(len(scored) - len(first), len(scored)), "stages": stage_rates,
-            "tool_pass": sum(r["tools"]["pass"] for r in scored),
+            "tool_pass": sum(cast(ToolsDict, r["tools"])["pass"] for r in scored),  # every scored row has one
             f"hit_at_{k}": f"{sum(r['hit'] for r in ranked)}/{len(ranked)}",
             f"recall_at_{k}": mean([r["recall"] for r in ranked]),
             "mrr": mean([r["reciprocal_rank"] for r in ranked]),
-            **{f"mean_{m}": mean([r["judged"][m]["score"] for r in scored
-                                  if r["judged"].get(m, {}).get("score") is not None]) for m in JUDGED},
+            **{f"mean_{m}": mean([s for r in scored
+                                  if m in r["judged"] and (s := r["judged"][m].get("score")) is not None])
+               for m in JUDGED},
             "first_failures": {s: first.count(s) for s in order if s in first},
             "categories": categories(scored),
             "counterfactual": counterfactuals(scored),
@@ -47,10 +49,10 @@ def summarize(rows: list[dict], k: int) -> dict:
                         for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}}
 
 
-def categories(rows: list[dict]) -> dict[str, dict]:
+def categories(rows: list[RowDict]) -> dict[str, dict]:
     """Per category: its pass rate with the Wilson interval, and its most common first failure. Reported,
     never gated: a category of a handful of cases moves tens of points on one flip."""
-    grouped: dict[str, list[dict]] = {}
+    grouped: dict[str, list[RowDict]] = {}
     for r in rows:
         grouped.setdefault(r.get("category", "uncategorised"), []).append(r)
     found: dict[str, dict] = {}
@@ -61,10 +63,10 @@ def categories(rows: list[dict]) -> dict[str, dict]:
     return found
 
 
-def counterfactuals(rows: list[dict]) -> dict[str, dict]:
+def counterfactuals(rows: list[RowDict]) -> dict[str, dict]:
     """Per kind of counterfactual run, how many it fixed and how many still fail."""
     found: dict[str, dict[str, int]] = {}
-    for verdict in (r["counterfactual"] for r in rows if r.get("counterfactual")):
+    for verdict in (v for r in rows if (v := r.get("counterfactual"))):
         if verdict.get("available") is False:
             continue
         counts = found.setdefault(verdict["for"], {"fixed": 0, "still_fails": 0})
@@ -72,14 +74,14 @@ def counterfactuals(rows: list[dict]) -> dict[str, dict]:
     return found
 
 
-def repeat_summary(runs: list[dict]) -> dict:
+def repeat_summary(runs: list[RowDict]) -> dict:
     """One case's repeated runs: passes out of N (an errored run is a failed trial, whichever run it is), each
     run's first failure, and what differed between them (`differed`)."""
     return {"runs": len(runs), "passes": sum(r["first_failure"] is None for r in runs),
             "first_failures": [r["first_failure"] for r in runs], "flipped": differed(runs)}
 
 
-def differed(runs: list[dict]) -> list[str]:
+def differed(runs: list[RowDict]) -> list[str]:
     """The stages that failed in one run and not in another (passed, or did not apply), in STAGES order, then
     'error' when some runs errored and others did not: a case with a passing and a failing run names at
     least one."""
@@ -88,7 +90,7 @@ def differed(runs: list[dict]) -> list[str]:
     return flipped + (["error"] if len({r["first_failure"] == "error" for r in runs}) > 1 else [])
 
 
-def repeats(rows: list[dict]) -> dict:
+def repeats(rows: list[RowDict]) -> dict:
     """Over every case, its errored runs counted as failed trials (as tau-bench counts them): the mean pass rate
     of the runs, pass^N (the share passing all N) and the flaky cases (some run passed, another failed)."""
     runs = [r["repeats"] for r in rows]
@@ -102,7 +104,7 @@ def repeats(rows: list[dict]) -> dict:
 SPENDING = ("agent_in", "agent_out", "judge_in", "judge_out")
 
 
-def spent(row: dict) -> dict:
+def spent(row: RowDict) -> dict:
     """Tokens and cost of one run's paid calls: the agent's, and the judge's over its metrics; the cost is None
     when no provider reported one."""
     judge_in = judge_out = 0

@@ -3,6 +3,7 @@ argument read as the tool declares it, and the actions nobody asked for. Pure, n
 import re
 from typing import Any, Iterable, Optional
 
+from whichstage.model.dicts import ToolsDict
 from whichstage.scoring import matching
 
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:_[0-9]+)*(?:\.0+)?", re.ASCII)  # what pydantic reads as an int
@@ -109,7 +110,7 @@ def proposal(call: dict) -> str:
 
 def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expected_args: Optional[dict] = None,
                  parameters: Optional[dict[str, dict[str, Optional[type]]]] = None,
-                 mode: str = matching.DEFAULT, actions: Iterable[str] = ()) -> dict:
+                 mode: str = matching.DEFAULT, actions: Iterable[str] = ()) -> ToolsDict:
     """The harness's own check of the calls under the case's `tools_match` mode (whichstage.scoring.matching). The
     default, multiset: each expected entry needs a call of its own (expecting search_docs twice needs two
     searches; more calls to an expected tool are not held against it), and a call to a tool the case does not
@@ -126,15 +127,20 @@ def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expecte
     wrong_args = argument_errors(calls, expected_args or {}, parameters or {})
     problems = [f"an action nobody asked for was proposed: {proposal(c)}" for c in unasked] + \
         matching.tool_problems(mode, asked, expected) + [f"wrong argument {e}" for e in wrong_args]
-    return {"score": matching.called_share(names, expected),
-            "reason": "; ".join(problems) or matching.agreed(mode, names, expected),
-            "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
-            "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n)],
-            "wrong_args": wrong_args, "pass": not problems, **({} if mode == matching.DEFAULT else {"mode": mode}),
-            **({"unasked_actions": [c["name"] for c in unasked]} if unasked else {})}
+    verdict: ToolsDict = {
+        "score": matching.called_share(names, expected),
+        "reason": "; ".join(problems) or matching.agreed(mode, names, expected),
+        "deepeval": {"score": deepeval["score"], "reason": deepeval["reason"]},
+        "unexpected": unexpected, "missing": [tool for tool, n in short.items() for _ in range(n)],
+        "wrong_args": wrong_args, "pass": not problems}
+    if mode != matching.DEFAULT:
+        verdict["mode"] = mode
+    if unasked:
+        verdict["unasked_actions"] = [c["name"] for c in unasked]
+    return verdict
 
 
-def deepeval_disagrees(tools: Optional[dict]) -> bool:
+def deepeval_disagrees(tools: Optional[ToolsDict]) -> bool:
     """DeepEval's tool score differs from the harness's count (it matches a repeated expected tool once)."""
     return bool(tools and "deepeval" in tools and tools["deepeval"]["score"] != tools["score"])
 

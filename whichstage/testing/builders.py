@@ -11,8 +11,9 @@ make_row() is a case that passes every stage that applies to it: an answer case 
 its expected page first, its expected tool called, each judged verdict 1.0, no behaviour check to make.
 """
 import copy
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
+from whichstage.model.dicts import ReportDict, RowDict
 from whichstage.model.report import Report, Row
 from whichstage.model.stages import JUDGED, THRESHOLD
 from whichstage.scoring.gating import first_failure
@@ -35,7 +36,7 @@ def verdict(score: float, reason: Optional[str] = None) -> dict:
     return {"score": score, "reason": reason if reason is not None else f"scored {score:.2f}"}
 
 
-def make_row(**overrides: Any) -> dict:
+def make_row(**overrides: Any) -> RowDict:
     """A report's row (a dict, as scoring and the renderers read it), checked by model.report.Row.
 
     Any field of a row may be given; these read as follows:
@@ -70,12 +71,12 @@ def make_row(**overrides: Any) -> dict:
     row["judged"] = {metric: verdict(v) if isinstance(v, (int, float)) else v
                      for metric, v in judged.items() if v is not None}
     if "first_failure" not in overrides:
-        row["first_failure"] = first_failure(row)
+        row["first_failure"] = first_failure(cast(RowDict, row))
     Row.model_validate(row)
-    return row
+    return cast(RowDict, row)  # checked by the Row model
 
 
-def make_report(rows: Optional[list[dict]] = None, **overrides: Any) -> dict:
+def make_report(rows: Optional[list[RowDict]] = None, **overrides: Any) -> ReportDict:
     """A report of one run and split (a dict, as a run writes runs/<run>.json), checked by model.report.Report.
 
     `rows` default to one make_row(). Any field of a report may be given; `key` merges over the default
@@ -89,4 +90,4 @@ def make_report(rows: Optional[list[dict]] = None, **overrides: Any) -> dict:
               **{name: value for name, value in overrides.items() if name != "key"}}
     report.setdefault("summary", summarize(rows, k))
     Report.model_validate(report)
-    return report
+    return cast(ReportDict, report)  # checked by the Report model

@@ -10,6 +10,8 @@ from typing import Optional, Union
 
 import pytest
 
+from whichstage.model.dicts import ReportDict
+
 _REPLAYED: dict[tuple, Union[list["CaseResult"], str]] = {}  # a replay's results, or its refusal; per session
 
 
@@ -79,7 +81,7 @@ def _replay(project: Path, model: Optional[str], split: str) -> Union[list[CaseR
     return results
 
 
-def _reports(project: Path, model: Optional[str], split: str) -> list[dict]:
+def _reports(project: Path, model: Optional[str], split: str) -> list[ReportDict]:
     """Each recorded run's report, replayed as `whichstage run` replays it."""
     from whichstage.api import replay
 

@@ -20,6 +20,7 @@ from whichstage.traces.grouping import by_trace
 from whichstage.traces.mapping import Imported, harness_trace
 from whichstage.traces.matching import Matcher
 from whichstage.traces.spans import fault
+from whichstage.model.dicts import TraceDict
 
 DRAFTS = "imported-drafts.json"  # in the project folder, unless --drafts says where
 
@@ -93,7 +94,7 @@ def import_traces(inputs: Inputs, path: Path, given: Optional[str] = None,
     raises TraceFileError (one line naming the file and the span) before any file is written."""
     label, summary, matcher = shown(path), Summary(), Matcher(inputs.cases["cases"])
     spans = Spans(path, label, given)
-    chosen: dict[str, dict] = {}
+    chosen: dict[str, TraceDict] = {}
     with tempfile.TemporaryFile("w+", encoding="utf-8") as pending:
         for found, searches in traces_of(label, inputs, spans, summary):
             case = matcher.case(found)
@@ -122,7 +123,7 @@ def keyed(deps: dict) -> Callable[[dict], dict]:
     return lambda value: deps
 
 
-def constant(trace: dict) -> Callable[[], dict]:
+def constant(trace: TraceDict) -> Callable[[], TraceDict]:
     return lambda: trace
 
 
@@ -134,7 +135,7 @@ def drafts_text(pending: IO[str], count: int) -> Iterator[str]:
     yield "]}\n"
 
 
-def record(inputs: Inputs, chosen: dict[str, dict]) -> tuple[Path, int, bool]:
+def record(inputs: Inputs, chosen: dict[str, TraceDict]) -> tuple[Path, int, bool]:
     """The chosen traces written as the agent entries of the imported recording, through the recording's own
     path (recording/store.py: the lock, the journal, the atomic save); its judge entries of those cases stay
     (current while the trace is the same) and the pages' index, every entry of another case goes."""

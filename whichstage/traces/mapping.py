@@ -4,16 +4,17 @@ whichstage/agent/capture.py records of its own runs): the tool calls from the mo
 ToolMessage's artifact, and as callbacks the documents of the retriever spans under it), the answer from the
 last model call's output, the tokens summed, the agent's time from its root span; and `source`, which names
 the file, the trace and its spans. Pure."""
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from whichstage.traces.messages import document, last_user
+from whichstage.model.dicts import TraceDict
 
 
 class Imported:
     """A trace made from a file's spans: `trace` (the harness's shape), its `question`, the case id its
     metadata names (`case`), where its root is in the file (`where`)."""
 
-    def __init__(self, trace: dict, question: str, case: Optional[str], where: str):
+    def __init__(self, trace: TraceDict, question: str, case: Optional[str], where: str):
         self.trace, self.question, self.case, self.where = trace, question, case, where
 
     @property
@@ -102,10 +103,11 @@ def harness_trace(spans: list[dict], fmt: str, file: str, actions: frozenset = f
         for field in usage:
             usage[field] += (s.get("usage") or {}).get(field, 0)
     took = root["end"] - root["start"] if root["end"] is not None and root["start"] is not None else None
-    trace = {"answer": answers[-1]["content"] if answers else "", "tool_calls": calls, "tool_outputs": outputs,
-             "usage": usage, "agent_s": took if took is not None and took >= 0 else None,
-             "source": {"format": fmt, "file": file, "trace_id": root["trace"], "span_id": root["id"],
-                        "answer_span_id": llms[-1]["id"]}}
+    trace = cast(TraceDict, {  # the harness's trace, made of the spans
+        "answer": answers[-1]["content"] if answers else "", "tool_calls": calls, "tool_outputs": outputs,
+        "usage": usage, "agent_s": took if took is not None and took >= 0 else None,
+        "source": {"format": fmt, "file": file, "trace_id": root["trace"], "span_id": root["id"],
+                   "answer_span_id": llms[-1]["id"]}})
     proposed = [{"tool": c["name"], "args": c["args"]} for c in calls if c["name"] in actions]
     if proposed:
         trace["proposed"] = proposed
