@@ -221,7 +221,7 @@ def issue_call(number):
 
 
 def test_right_tool_with_a_wrong_argument_fails_and_names_it():
-    verdict = tool_verdict(issue_call(213), ["get_issue"], {"score": 1.0, "reason": ""}, {"get_issue": {"number": 212}})
+    verdict = tool_verdict(issue_call(213), ["get_issue"], {"score": 1.0, "reason": ""}, expected_args={"get_issue": {"number": 212}})
     assert not verdict["pass"] and verdict["wrong_args"] == ["get_issue.number: expected 212, got 213"]
     row = {"first_failure": "tools", "tools": verdict}
     assert failure_reason(row) == "wrong argument get_issue.number: expected 212, got 213"
@@ -235,7 +235,7 @@ PARAMETERS = {"search_docs": {"query": str}, "get_issue": {"number": int},
 
 
 def test_right_tool_with_the_right_argument_passes():
-    assert tool_verdict(issue_call(212), ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["pass"]
+    assert tool_verdict(issue_call(212), ["get_issue"], PERFECT, expected_args=ISSUE_212, parameters=PARAMETERS)["pass"]
 
 
 def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
@@ -246,23 +246,23 @@ def test_a_tool_legitimately_called_twice_is_not_under_scored(judge):
          "wrong_args": [], "pass": True}
     assert verdict["deepeval"]["score"] == 1.0
     looked_twice = issue_call(999) + issue_call(212)  # a wrong guess, then the right issue
-    assert tool_verdict(looked_twice, ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["pass"]
+    assert tool_verdict(looked_twice, ["get_issue"], PERFECT, expected_args=ISSUE_212, parameters=PARAMETERS)["pass"]
 
 
 def test_a_number_sent_as_a_string_is_the_number_the_tool_receives():
     for sent in ("212", " 212 ", 212.0, "212.0"):  # what get_issue's StructuredTool turns into 212
-        assert tool_verdict(issue_call(sent), ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["pass"], sent
+        assert tool_verdict(issue_call(sent), ["get_issue"], PERFECT, expected_args=ISSUE_212, parameters=PARAMETERS)["pass"], sent
 
 
 def test_a_bool_is_never_a_number_although_python_says_true_equals_1():
-    verdict = tool_verdict(issue_call(True), ["get_issue"], PERFECT, {"get_issue": {"number": 1}}, PARAMETERS)
+    verdict = tool_verdict(issue_call(True), ["get_issue"], PERFECT, expected_args={"get_issue": {"number": 1}}, parameters=PARAMETERS)
     assert verdict["wrong_args"] == ["get_issue.number: expected 1, got True (not an int)"]
     undeclared = [{"name": "flag", "args": {"n": True}}]  # no declared type: compared as sent, bool apart
     assert argument_errors(undeclared, {"flag": {"n": 1}}, {}) == ["flag.n: expected 1, got True"]
 
 
 def test_an_argument_the_tool_would_refuse_is_named_as_such():
-    assert tool_verdict(issue_call("two-twelve"), ["get_issue"], PERFECT, ISSUE_212, PARAMETERS)["wrong_args"] == \
+    assert tool_verdict(issue_call("two-twelve"), ["get_issue"], PERFECT, expected_args=ISSUE_212, parameters=PARAMETERS)["wrong_args"] == \
         ["get_issue.number: expected 212, got 'two-twelve' (not an int)"]
     assert argument_errors([{"name": "get_issue", "args": {}}], ISSUE_212, PARAMETERS) == \
         ["get_issue.number: expected 212, got (none)"]

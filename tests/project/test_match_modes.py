@@ -25,7 +25,7 @@ def made(*names: str) -> list[dict]:
 
 
 def verdict(names: tuple, expected: list[str], mode: str = matching.DEFAULT, args: dict = None, calls=None) -> dict:
-    return tool_verdict(calls if calls is not None else made(*names), expected, PERFECT, args, PARAMETERS, mode)
+    return tool_verdict(calls if calls is not None else made(*names), expected, PERFECT, expected_args=args, parameters=PARAMETERS, mode=mode)
 
 
 # ---- the modes, as pure functions ------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_a_passing_reason_names_the_mode(mode, names, reason):
 def test_the_default_verdict_carries_no_mode_and_reads_as_before():
     v = verdict((S, G), [S, G])
     assert "mode" not in v and v["reason"] == "every expected call made: search_docs, get_issue"
-    assert v == tool_verdict(made(S, G), [S, G], PERFECT, None, PARAMETERS)
+    assert v == tool_verdict(made(S, G), [S, G], PERFECT, expected_args=None, parameters=PARAMETERS)
 
 
 @pytest.mark.parametrize("mode", matching.MODES)
@@ -176,8 +176,8 @@ def test_the_default_mode_reproduces_every_bundled_report_row(report, tmp_path):
     rows = [r for r in json.loads(report.read_text())["rows"] if r.get("tools")]
     assert rows
     for r in rows:
-        again = tool_verdict(r["tool_calls"], r["expected_tools"], r["tools"]["deepeval"], r["expected_args"],
-                             parameters, "multiset")
+        again = tool_verdict(r["tool_calls"], r["expected_tools"], r["tools"]["deepeval"], expected_args=r["expected_args"],
+                             parameters=parameters, mode="multiset")
         assert again == r["tools"], r["id"]
 
 

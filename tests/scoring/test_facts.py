@@ -91,7 +91,7 @@ def test_a_live_judge_returning_too_few_verdicts_fails_the_measurement():
     from whichstage.judging.metrics import measure
 
     with pytest.raises(MisalignedVerdicts):
-        measure("facts", OneVerdictJudge(), "Do tokens expire?", "They do.", "ref", ["ctx"], EXPIRY)
+        measure("facts", OneVerdictJudge(), "Do tokens expire?", "They do.", "ref", ["ctx"], facts=EXPIRY)
 
 
 def test_the_recorded_verdict_keeps_each_facts_reason():
@@ -99,7 +99,7 @@ def test_the_recorded_verdict_keeps_each_facts_reason():
     from whichstage.offline.lexical_judge import LexicalJudge
 
     found = measure("facts", LexicalJudge(), "Do tokens expire?", "Tokens expire after 90 days.", "ref", ["ctx"],
-                    EXPIRY)
+                    facts=EXPIRY)
     assert found["score"] == 0.0 and found["reason"] == 'missing facts: ["Unless created with --no-expiry"]'
     assert [(f["fact"], f["covered"]) for f in found["facts"]] == [(EXPIRY[0], True), (EXPIRY[1], False)]
     assert all(f["reason"] for f in found["facts"]) and found["tokens_in"] > 0

@@ -149,7 +149,7 @@ def gate_failures(rows: list[dict], metrics: dict) -> list[str]:
     return [m for m, s in metrics.items() if s["gates"] and s["fails"]]
 
 
-def calibrate(cases: dict, tape: Cassette, judge: Callable, concurrency: int = 1, progress=None,
+def calibrate(cases: dict, tape: Cassette, judge: Callable, *, concurrency: int = 1, progress=None,
               own: Sequence[Criterion] = (), threshold_of: Callable[[str], float] = lambda stage: THRESHOLD) -> dict:
     """Score every case REPEATS times from the tape; in live mode, judge what is missing first. `own` are the
     project's criteria, each a gating metric; every verdict is at its stage's threshold (`threshold_of`,
@@ -277,8 +277,8 @@ def run_calibration(project, live: bool = False, rerecord: bool = False, concurr
         for note in tape.notes:
             progress.log(note)
         try:
-            result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), concurrency,
-                               progress, project.criteria, project.threshold_of)
+            result = calibrate(cases, tape, locked_once(lambda: providers.judge_model(judge)), concurrency=concurrency,
+                               progress=progress, own=project.criteria, threshold_of=project.threshold_of)
         finally:
             progress.close()
         if tape.live and not result["errors"]:

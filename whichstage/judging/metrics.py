@@ -101,7 +101,7 @@ class Measure:
                            retrieval_context=self.context or None)
 
     def __call__(self, judge) -> dict:
-        return measure(self.metric, judge, self.question, self.answer, self.reference, self.context, self.facts)
+        return measure(self.metric, judge, self.question, self.answer, self.reference, self.context, facts=self.facts)
 
     async def a_measure(self, judge) -> dict:
         import time
@@ -113,7 +113,8 @@ class Measure:
 
 
 def measure(metric_name: str, judge, question: str, answer: str, reference: str,
-            context: Optional[list[str]], facts: Optional[list[str]] = None, make: Optional[Callable] = None) -> dict:
+            context: Optional[list[str]], *, facts: Optional[list[str]] = None,
+            make: Optional[Callable] = None) -> dict:
     """Run one DeepEval metric: its score, the judge's reason, the judge's tokens, time and cost if known.
     `make(judge)` builds the metric when it is not a built-in one (a project's criterion,
     whichstage/project/criteria.py)."""

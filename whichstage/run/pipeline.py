@@ -80,9 +80,9 @@ def evaluate(inputs: Inputs, cassette: Cassette, split: Optional[str] = "dev", r
     rows: list[RowDict] = []
     for case in inputs.cases["cases"]:
         rows.append(done.pop(case["id"]) if case["id"] in done else
-                    case_row(inputs, case, cassette, errors.get(case["id"]), stale))
+                    case_row(inputs, case, cassette, error=errors.get(case["id"]), stale=stale))
         if repeats > 1:
-            again = [case_row(inputs, case, cassette, errors.get(case["id"]), stale, repeat(r))
+            again = [case_row(inputs, case, cassette, error=errors.get(case["id"]), stale=stale, variant=repeat(r))
                      for r in range(2, repeats + 1)]
             rows[-1]["repeats"] = repeat_summary([rows[-1], *again])
             earlier = [rows[-1]["also_spent"]] if rows[-1].get("also_spent") else []
@@ -258,8 +258,8 @@ def record(loaded: Loaded, options: RunOptions) -> tuple[ReportDict, Optional[st
     planned = None
     if plan:  # what the dry run noted, estimated from the recording's own measured entries
         planned = plans.text(cassette.planned + plans.answer_checks_again(cassette.planned, recorded), recorded,
-                             model, embedder, judge, batch,
-                             plans.unforeseen_interventions(cassette.planned, recorded, inputs), requests)
+                             model, embedder, judge, batch=batch, requests=requests,
+                             unforeseen=plans.unforeseen_interventions(cassette.planned, recorded, inputs))
     del cassette  # the report needs none of its entries' text: free it before summarising and writing
     return of_split(every, split), planned, errored
 

@@ -162,7 +162,7 @@ def version_of(name: str) -> Optional[str]:
 
 
 def text(planned: list[tuple[str, list[str]]], recorded: dict[str, dict], model: str, embedder: str, judge: str,
-         batch: bool = False, unforeseen: Optional[dict[str, int]] = None,
+         *, batch: bool = False, unforeseen: Optional[dict[str, int]] = None,
          requests: Optional[dict[str, dict]] = None) -> str:
     """The plan as lines: per kind, the calls by reason; tokens and cost, and how each was estimated;
     `unforeseen`, the interventions new traces may call for (unforeseen_interventions)."""

@@ -24,7 +24,7 @@ from whichstage.model.dicts import CallDict, CaseDict, InterventionDict, RowDict
 NO_AGENT = "imported trace: no agent to re-run with the expected {}"
 
 
-def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, error: Optional[str] = None,
+def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, *, error: Optional[str] = None,
              stale: Optional[dict] = None, variant: str = "", made: Optional[list[CallDict]] = None) -> RowDict:
     """A report row from the case's current entries (of an intervention's run, with `variant`; `made`, the calls
     the tools intervention made). An entry without a current value is left out; in a replay, `stale` collects
@@ -69,10 +69,10 @@ def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, error: Optional
     row.update({"answer": trace["answer"], "calls": [c["name"] for c in trace["tool_calls"]],
                 "tool_calls": trace["tool_calls"], "retrieved": view["retrieved"], "searches": view["searches"],
                 "searched": view["searched"],
-                "tools": None if tools is None else tool_verdict(trace["tool_calls"], case["expected_tools"], tools,
-                                                                 case.get("expected_args"), inputs.parameters,
-                                                                 case.get("tools_match", "multiset"),
-                                                                 inputs.project.actions()),
+                "tools": None if tools is None else tool_verdict(
+                    trace["tool_calls"], case["expected_tools"], tools, expected_args=case.get("expected_args"),
+                    parameters=inputs.parameters, mode=case.get("tools_match", "multiset"),
+                    actions=inputs.project.actions()),
                 "retrieval": case_retrieval(view["searches"], case["expected_docs"], inputs.k),
                 "judged": {stage: with_threshold(v, inputs.project.threshold_of(stage))
                            for stage, v in judged.items()},
@@ -85,7 +85,7 @@ def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, error: Optional
                                          inputs.project.actions())
     row["first_failure"] = first_failure(row)
     if variant in (EXPECTED_PAGES, EXPECTED_CALLS):  # an intervention's run that then fails: what its answer lacks
-        attach_answer_check(row, inputs, case, cassette, view["context"], entry, variant)
+        attach_answer_check(row, inputs, case, cassette, view["context"], entry, variant=variant)
     if variant:
         return row
     if row["first_failure"] == "retrieval":
@@ -94,7 +94,7 @@ def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, error: Optional
                                      "why": NO_AGENT.format("pages") if inputs.imported else
                                      "counterfactual not available: the factory takes no given_pages"}
         else:
-            again = case_row(inputs, case, cassette, None, stale, EXPECTED_PAGES)
+            again = case_row(inputs, case, cassette, stale=stale, variant=EXPECTED_PAGES)
             row["counterfactual"] = counterfactual(again)
             also_spent(row, again)
     if row["first_failure"] == "tools":  # not recorded yet is no stale replay: an expected tool edited is free
@@ -103,7 +103,8 @@ def case_row(inputs: Inputs, case: CaseDict, cassette: Cassette, error: Optional
             row["tools_intervention"] = {"available": False, "why": why}
         else:
             # a live run's missing intervention is one to record: there alone it counts as stale
-            again = case_row(inputs, case, cassette, None, stale if cassette.live else None, EXPECTED_CALLS, calls)
+            again = case_row(inputs, case, cassette, stale=stale if cassette.live else None, variant=EXPECTED_CALLS,
+                             made=calls)
             row["tools_intervention"] = None if again["answer"] is None else intervention(again, {"calls": calls})
             if again["answer"] is not None:
                 also_spent(row, again)
@@ -145,7 +146,7 @@ def trace_source(trace: TraceDict, retrievers: list[str]) -> Optional[dict]:
 
 
 def attach_answer_check(row: RowDict, inputs: Inputs, case: CaseDict, cassette: Cassette, context: list[str],
-                        entry: Callable, variant: str = "") -> None:
+                        entry: Callable, *, variant: str = "") -> None:
     """The row's answer check, when it fails at an answer stage; not recorded yet is no stale replay (a threshold
     moved at replay can call for one), and in a live run one to record. Its judge calls are the run's spending."""
     if not checked_answer(row):
@@ -205,7 +206,7 @@ def intervention_checks(inputs: Inputs, case: CaseDict, cassette: Cassette,
         trace = cassette.lookup(agent_entry(case, variant), inputs.agent_deps(case, pages, calls))[0]
         if trace is ABSENT:
             continue
-        again = case_row(inputs, case, cassette, None, None, variant, calls)
+        again = case_row(inputs, case, cassette, variant=variant, made=calls)
         needed.update(answer_checks(inputs, case, again, inputs.view(trace)["context"], variant))
     return {name: need for name, need in needed.items() if cassette.lookup(name, need[0])[0] is ABSENT}
 

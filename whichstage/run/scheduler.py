@@ -110,7 +110,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
             left[cid] -= 1
             if left[cid]:
                 return
-        row = case_row(inputs, case, cassette, errors.get(cid))
+        row = case_row(inputs, case, cassette, error=errors.get(cid))
         first = row["first_failure"]
         if first == "retrieval" and live.counterfactual_agent and cid not in second:
             if submit(case, second, [partial(agent_step, case, EXPECTED_PAGES)]):
@@ -196,7 +196,7 @@ def collect(inputs: Inputs, cassette: Cassette, live: Live, repeats: int = 1) ->
         if repeats > 1:
             return None
         missing: dict = {}
-        row = case_row(inputs, case, cassette, None, missing)
+        row = case_row(inputs, case, cassette, stale=missing)
         return None if missing else row
 
     rankers = Rankers(inputs)  # the retrieval ladder's rankings: no trace needed

@@ -108,7 +108,7 @@ def proposal(call: dict) -> str:
     return f"{call['name']}({', '.join(f'{k}={v!r}' for k, v in call['args'].items())})"
 
 
-def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, expected_args: Optional[dict] = None,
+def tool_verdict(calls: list[dict], expected: list[str], deepeval: dict, *, expected_args: Optional[dict] = None,
                  parameters: Optional[dict[str, dict[str, Optional[type]]]] = None,
                  mode: str = matching.DEFAULT, actions: Iterable[str] = ()) -> ToolsDict:
     """The harness's own check of the calls under the case's `tools_match` mode (whichstage.scoring.matching). The
