@@ -1,8 +1,9 @@
 """What the pipeline passes from load to render: a case, a trace, a verdict, each stage's result, a row and a
 report, as TypedDicts. At run time they are the dicts JSON reads and writes, since a replay imports no pydantic
-(the models cost 0.17 s of a replay's 0.21 s of CPU: docs/measurements.md); a type checker holds every key the
-pipeline reads to these. The pydantic models beside them (inputs.py, trace.py, report.py) validate the same
-shapes where a file is read, and tests/commands/test_shapes_agree.py holds the two to the same fields."""
+(importing the models costs about as much CPU as a whole warm replay: docs/measurements.md); a type checker
+holds every key the pipeline reads to these. The pydantic models beside them (inputs.py, trace.py, report.py)
+validate the same shapes where a file is read, and tests/commands/test_shapes_agree.py holds the two to the
+same fields. A report's `summary` stays an object: its keys name k (`hit_at_3`), which no TypedDict declares."""
 from typing import Any, NotRequired, Optional, TypedDict
 
 Object = dict[str, Any]
