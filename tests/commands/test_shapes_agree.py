@@ -15,7 +15,8 @@ PAIRS = [(dicts.CaseDict, inputs.Case), (dicts.CaseSetDict, inputs.CaseSet), (di
          (dicts.CallDict, trace.ToolCall), (dicts.OutputDict, trace.ToolOutput), (dicts.VerdictDict, trace.Verdict),
          (dicts.RowDict, report.Row), (dicts.ReportDict, report.Report), (dicts.BehaviourDict, report.Behaviour),
          (dicts.ToolsDict, report.Tools), (dicts.RetrievalDict, report.Retrieval),
-         (dicts.InterventionDict, report.Counterfactual), (dicts.DiagnosisDict, report.Diagnosis)]
+         (dicts.InterventionDict, report.Counterfactual), (dicts.DiagnosisDict, report.Diagnosis),
+         (dicts.CalibrationCaseDict, inputs.CalibrationCase), (dicts.CalibrationSetDict, inputs.CalibrationSet)]
 
 
 def model_fields(model: type[BaseModel]) -> set[str]:
@@ -72,3 +73,10 @@ def test_the_bundled_reports_hold_only_declared_fields(path):
     found = json.loads(path.read_text(encoding="utf-8"))
     assert set(found) <= set(dicts.ReportDict.__annotations__)
     assert not set().union(*map(undeclared, found["rows"]))
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("runs/calibration+*.json")) +
+                         sorted(ROOT.glob("examples/*/runs/calibration+*.json")), ids=lambda p: p.name)
+def test_the_bundled_calibration_reports_rows_are_as_declared(path):
+    rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
+    assert rows and all(set(r) == set(dicts.CalibrationRowDict.__annotations__) for r in rows)

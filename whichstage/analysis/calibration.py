@@ -19,7 +19,7 @@ import json
 import os
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence, cast
 
 from whichstage.recording.store import ABSENT, Cassette, Mode
 from whichstage._util.files import RecordingError, printable_stdout, shown
@@ -34,6 +34,7 @@ from whichstage.run.calibration_status import own_thresholds
 from whichstage.judging.metrics import gating_metrics
 from whichstage.model.errors import InputError
 from whichstage.project.validate import load_calibration
+from whichstage.model.dicts import CalibrationCaseDict, CalibrationRowDict, CalibrationSetDict
 from whichstage.run.entries import judge_identity, sha, verdict_deps
 from whichstage.calls.retries import CallFailed, with_retries
 from whichstage.calls.pool import Pool, locked_once
@@ -55,7 +56,7 @@ AGREEMENT, KAPPA, MIN_ROWS = agree.AGREEMENT, agree.KAPPA, agree.MIN_ROWS
 EXPECTED = agree.AGREES
 
 
-def calibration_key(cases: dict, judge: str, own: Sequence[Criterion] = (),
+def calibration_key(cases: CalibrationSetDict, judge: str, own: Sequence[Criterion] = (),
                     thresholds: Optional[dict[str, float]] = None) -> dict:
     """What the report was measured with; whichstage/run/calibration_status.py compares it with the project's."""
     from whichstage.providers.names import is_offline
@@ -82,12 +83,12 @@ def recorded_judge(folder: Path) -> str:
     return read_recording(found[0])["key"]["judge"]
 
 
-def deps_of(case: dict, judge: dict, own: dict[str, Criterion]):
+def deps_of(case: CalibrationCaseDict, judge: dict, own: dict[str, Criterion]):
     """A score depends on the judge (entries.judge_identity), the metric and the case fields it reads; a
     criterion's (`own`, by name) on its rubric too."""
-    found = own.get(case["metric"])
-    deps = verdict_deps(case["metric"], judge, case) if found is None else \
-        criteria.verdict_deps(found, judge, {f: sha(case[f]) for f in found.reads})
+    found, fields = own.get(case["metric"]), cast(Mapping[str, object], case)  # read by the names a metric reads
+    deps = verdict_deps(case["metric"], judge, fields) if found is None else \
+        criteria.verdict_deps(found, judge, {f: sha(fields[f]) for f in found.reads})
     return lambda value: deps
 
 
@@ -105,7 +106,7 @@ def spread(scores: list[Optional[float]]) -> Optional[float]:
     return None if len(known) < len(scores) else max(known) - min(known)
 
 
-def row(case: dict, runs: list[dict], threshold: float = THRESHOLD) -> dict:
+def row(case: CalibrationCaseDict, runs: list[dict], threshold: float = THRESHOLD) -> CalibrationRowDict:
     scores = [r["score"] for r in runs]
     judged = verdict(scores, threshold)
     return {"id": case["id"], "metric": case["metric"], "label": case["label"], "note": case["note"],
@@ -113,13 +114,13 @@ def row(case: dict, runs: list[dict], threshold: float = THRESHOLD) -> dict:
             "spread": rounded(spread(scores)), "reason": runs[0]["reason"]}
 
 
-def tables(rows: list[dict], own: Sequence[str] = ()) -> dict[str, dict]:
+def tables(rows: list[CalibrationRowDict], own: Sequence[str] = ()) -> dict[str, dict]:
     """Each metric's table of verdicts against labels, gating metrics (and the project's criteria, `own`)
     without a row included (empty)."""
     return agree.tables(((r["metric"], r["verdict"], r["label"]) for r in rows), gating_metrics(own))
 
 
-def exact(rows: list[dict], metric: str, own: Sequence[str] = ()) -> dict:
+def exact(rows: list[CalibrationRowDict], metric: str, own: Sequence[str] = ()) -> dict:
     """A metric's figures from its rows, unrounded (agreement.summary, and its widest spread): the gate and the
     table use these, and the stored figures are rounded to 3 places for storage only."""
     mine = [r for r in rows if r["metric"] == metric]
@@ -128,7 +129,7 @@ def exact(rows: list[dict], metric: str, own: Sequence[str] = ()) -> dict:
     return {**agree.summary(table, metric in gating_metrics(own)), "max_spread": max(spreads) if spreads else None}
 
 
-def per_metric(rows: list[dict], own: Sequence[str] = ()) -> dict:
+def per_metric(rows: list[CalibrationRowDict], own: Sequence[str] = ()) -> dict:
     """Per metric: defects caught, good answers passed, the table of verdicts against labels, agreement, kappa,
     base rate, the widest spread, whether it gates, and whether it has the rows to be calibrated."""
     summary = {}
@@ -143,13 +144,13 @@ def per_metric(rows: list[dict], own: Sequence[str] = ()) -> dict:
     return summary
 
 
-def gate_failures(rows: list[dict], metrics: dict) -> list[str]:
+def gate_failures(rows: list[CalibrationRowDict], metrics: dict) -> list[str]:
     """The gating metrics that fail: agreement below AGREEMENT or kappa below KAPPA, compared exactly (0.8996
     fails, though it rounds to 0.9), or uncalibrated (fewer than MIN_ROWS good or defect rows)."""
     return [m for m, s in metrics.items() if s["gates"] and s["fails"]]
 
 
-def calibrate(cases: dict, tape: Cassette, judge: Callable, *, concurrency: int = 1, progress=None,
+def calibrate(cases: CalibrationSetDict, tape: Cassette, judge: Callable, *, concurrency: int = 1, progress=None,
               own: Sequence[Criterion] = (), threshold_of: Callable[[str], float] = lambda stage: THRESHOLD) -> dict:
     """Score every case REPEATS times from the tape; in live mode, judge what is missing first. `own` are the
     project's criteria, each a gating metric; every verdict is at its stage's threshold (`threshold_of`,
@@ -158,7 +159,8 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, *, concurrency: int 
     thresholds = own_thresholds(cases, threshold_of)
     if tape.live:
         record(cases, tape, judge, concurrency, progress, named)
-    rows, stale, judged_by = [], {}, judge_identity(tape.key["judge"])
+    rows: list[CalibrationRowDict] = []
+    stale, judged_by = {}, judge_identity(tape.key["judge"])
     for case in cases["cases"]:
         found = [tape.lookup(f"{case['id']}/{i}", deps_of(case, judged_by, named)) for i in range(REPEATS)]
         threshold = thresholds.get(case["metric"], THRESHOLD)
@@ -177,7 +179,7 @@ def calibrate(cases: dict, tape: Cassette, judge: Callable, *, concurrency: int 
             "metrics": metrics, "gate_failed": failing, "errors": sum(r["verdict"] == "error" for r in rows)}
 
 
-def measurer(case: dict, own: dict[str, Criterion]):
+def measurer(case: CalibrationCaseDict, own: dict[str, Criterion]):
     """What judges one labelled row (a judging.Measure): its metric's, or its criterion's (`own`, by name)."""
     from whichstage.judging.metrics import Measure
 
@@ -187,11 +189,11 @@ def measurer(case: dict, own: dict[str, Criterion]):
         else criteria.CriterionMeasure(found, *fields)
 
 
-def record(cases: dict, tape: Cassette, judge: Callable, concurrency: int, progress,
+def record(cases: CalibrationSetDict, tape: Cassette, judge: Callable, concurrency: int, progress,
            own: Optional[dict[str, Criterion]] = None) -> None:
     pool, judged_by, own = Pool(concurrency), judge_identity(tape.key["judge"]), own or {}
 
-    def score(case: dict, name: str) -> None:
+    def score(case: CalibrationCaseDict, name: str) -> None:
         measure = measurer(case, own)
         compute = lambda: measure(judge())  # noqa: E731
         try:

@@ -62,6 +62,40 @@ class CaseSetDict(TypedDict):
     cases: list[CaseDict]
 
 
+class CalibrationCaseDict(TypedDict):
+    """A hand-labelled case of the judge's calibration set (inputs.CalibrationCase)."""
+    id: str
+    metric: str
+    label: str
+    note: str
+    question: str
+    answer: str
+    reference: str
+    context: list[str]
+    expected_facts: NotRequired[list[str]]
+
+
+class CalibrationSetDict(TypedDict):
+    """The calibration set (inputs.CalibrationSet)."""
+    name: str
+    version: int
+    cases: list[CalibrationCaseDict]
+
+
+class CalibrationRowDict(TypedDict):
+    """A calibration case judged REPEATS times: its scores, the judge's verdict and whether it agrees with the
+    label (analysis/calibration.py)."""
+    id: str
+    metric: str
+    label: str
+    note: str
+    scores: list[Optional[float]]
+    verdict: str
+    agrees: bool
+    spread: Optional[float]
+    reason: Optional[str]
+
+
 class VerdictDict(TypedDict, total=False):
     """A judged stage's verdict (trace.Verdict); `facts` for the expected-facts metric."""
     score: Optional[float]

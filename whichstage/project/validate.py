@@ -16,7 +16,7 @@ from typing import Any, Optional, cast
 from whichstage.scoring import matching
 from whichstage._util.files import read_json, write_atomic
 from whichstage.model.errors import InputError, where  # noqa: F401  (InputError: imported from here too)
-from whichstage.model.dicts import CaseSetDict
+from whichstage.model.dicts import CalibrationSetDict, CaseSetDict
 
 ID_RULE = "ids may hold only ASCII letters, digits, '-', '_' and '.'"
 # The reference `assistant.py --as-case` drafts: a case still holding it is refused, since a person decides
@@ -199,7 +199,7 @@ def checked_cases(cases: Any, path: Path, label: str, page_ids: set[str], tools:
     return cast(CaseSetDict, cases)  # checked against the CaseSet model, its defaults filled
 
 
-def load_calibration(project) -> dict:
+def load_calibration(project) -> CalibrationSetDict:
     """The project's labelled calibration cases (evals.toml's `calibration`), validated."""
     validated, label = Validated(project.folder), project.calibration
     path = project.path(label, "calibration")
@@ -218,4 +218,4 @@ def load_calibration(project) -> dict:
             raise InputError(f"{label}: {where(cases, ('cases', i, 'expected_facts'))}: {need} the facts the answer "
                              "must convey")
     validated.save()
-    return cases
+    return cast(CalibrationSetDict, cases)  # checked against the CalibrationSet model

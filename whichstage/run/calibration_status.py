@@ -13,7 +13,7 @@ from whichstage.scoring import agreement as agree
 from whichstage.judging.metrics import gating_metrics, stage_of
 from whichstage.run.files import CALIBRATION_PREFIX, file_part
 from whichstage.model.stages import THRESHOLD
-from whichstage.model.dicts import ReportDict
+from whichstage.model.dicts import CalibrationSetDict, ReportDict
 
 NOT_RECORDED = "judge not calibrated: no calibration recording for it"
 
@@ -65,7 +65,7 @@ def status(folder: Path, judge: str) -> dict:
                    f"kappa >= {agree.KAPPA} and at least {agree.MIN_ROWS} good and {agree.MIN_ROWS} defect rows"}
 
 
-def own_thresholds(cases: dict, threshold_of: Callable[[str], float]) -> dict[str, float]:
+def own_thresholds(cases: CalibrationSetDict, threshold_of: Callable[[str], float]) -> dict[str, float]:
     """The labelled metrics the project judges against a threshold other than THRESHOLD (Project.threshold_of
     of each one's stage): calibration measures agreement where the project gates."""
     metrics = dict.fromkeys(case["metric"] for case in cases["cases"])

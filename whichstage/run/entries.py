@@ -28,7 +28,7 @@ expected pages, so the trace depends on those pages' content instead of every pa
 import hashlib
 from functools import cache
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import Callable, Mapping, Optional, Union
 
 from whichstage.agent import factory as agent, reading as traces
 from whichstage.project import criteria
@@ -161,7 +161,7 @@ def judge_identity(judge: str) -> dict:
     return {"judge": judge, **versioned("judge code", judge)}
 
 
-def verdict_deps(metric: str, judge: dict, fields: dict) -> dict:
+def verdict_deps(metric: str, judge: dict, fields: Mapping[str, object]) -> dict:
     """What one judged score depends on: the metric, the judge (judge_identity) and the fields it reads."""
     return {"metric": metric, **metric_identity(metric), **judge, **{f: sha(fields[f]) for f in READS[metric]}}
 
