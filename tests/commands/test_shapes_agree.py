@@ -80,3 +80,12 @@ def test_the_bundled_reports_hold_only_declared_fields(path):
 def test_the_bundled_calibration_reports_rows_are_as_declared(path):
     rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
     assert rows and all(set(r) == set(dicts.CalibrationRowDict.__annotations__) for r in rows)
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("runs/*.all.json")) + sorted(ROOT.glob("examples/*/runs/*.all.json")),
+                         ids=lambda p: p.name)
+def test_a_bundled_summary_holds_the_declared_fields_and_those_at_its_k(path):
+    found = json.loads(path.read_text(encoding="utf-8"))
+    k, summary = found["k"], found["summary"]
+    assert set(summary) - set(dicts.SummaryDict.__annotations__) == {f"hit_at_{k}", f"recall_at_{k}"}
+    assert dicts.at_k(summary, "recall", k) == summary[f"recall_at_{k}"]

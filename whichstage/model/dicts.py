@@ -3,8 +3,9 @@ report, as TypedDicts. At run time they are the dicts JSON reads and writes, sin
 (importing the models costs about as much CPU as a whole warm replay: docs/measurements.md); a type checker
 holds every key the pipeline reads to these. The pydantic models beside them (inputs.py, trace.py, report.py)
 validate the same shapes where a file is read, and tests/commands/test_shapes_agree.py holds the two to the
-same fields. A report's `summary` stays an object: its keys name k (`hit_at_3`), which no TypedDict declares."""
-from typing import Any, NotRequired, Optional, TypedDict
+same fields. Two of a summary's keys name k (`hit_at_3`, `recall_at_3`), which a TypedDict cannot declare:
+those are read through `at_k`."""
+from typing import Any, NotRequired, Optional, TypedDict, cast
 
 Object = dict[str, Any]
 
@@ -178,6 +179,39 @@ class RowDict(TypedDict, total=False):
     repeats: Object
 
 
+class SummaryDict(TypedDict, total=False):
+    """A run's summary (scoring/summary.py summarize, with the checks, the fix list and the ladder): counts, pass
+    rates with their Wilson intervals, per-stage rates, means of the judged scores, first failures, tokens, cost
+    and latency; and `hit_at_K`, `recall_at_K` (at_k)."""
+    cases: int
+    errors: int
+    passed: int
+    pass_rate: Object
+    stages: dict[str, Object]
+    tool_pass: int
+    mrr: Optional[float]
+    mean_faithfulness: Optional[float]
+    mean_contextual_precision: Optional[float]
+    mean_contextual_recall: Optional[float]
+    mean_answer_relevancy: Optional[float]
+    mean_facts: Optional[float]
+    first_failures: dict[str, int]
+    categories: dict[str, Object]
+    counterfactual: dict[str, dict[str, int]]
+    repeats: Object
+    tokens: Object
+    cost: Optional[float]
+    latency: dict[str, Optional[float]]
+    checks: dict[str, Object]
+    fix_list: list[Object]
+    ladder: Optional[Object]
+
+
+def at_k(summary: SummaryDict, name: str, k: object) -> Any:
+    """A summary's `hit` or `recall` at the run's k (its key `hit_at_3`)."""
+    return cast(Object, summary)[f"{name}_at_{k}"]
+
+
 class ReportDict(TypedDict, total=False):
     """The report of one run and split (report.Report)."""
     key: Object
@@ -187,6 +221,6 @@ class ReportDict(TypedDict, total=False):
     k: int
     held_out: int
     rows: list[RowDict]
-    summary: Object
+    summary: SummaryDict
     calibration: Object
     second_judge: Object

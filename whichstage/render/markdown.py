@@ -20,7 +20,7 @@ from whichstage.render.row_view import (CAUSE, FAIL, SUPPLIED, RowView, StageRes
                                         row_view)
 from whichstage.scoring.tools import deepeval_disagrees
 from whichstage._util.stats import rate_text
-from whichstage.model.dicts import ReportDict, RowDict
+from whichstage.model.dicts import ReportDict, RowDict, at_k
 
 
 ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "\\`"}
@@ -137,7 +137,7 @@ def summary(report: ReportDict) -> str:
     share = rate_text(s["pass_rate"]).partition(" = ")[2] or "none scored"
     lines.append(f"\n{s['passed']}/{s['cases'] - s['errors']} cases pass every stage, "
                  f"{share}.{errors} Tools {s['tool_pass']}/{s['cases'] - s['errors']}, "
-                 f"hit@{k} {s[f'hit_at_{k}']}, recall@{k} {s[f'recall_at_{k}']}, MRR {s['mrr']}, "
+                 f"hit@{k} {at_k(s, 'hit', k)}, recall@{k} {at_k(s, 'recall', k)}, MRR {s['mrr']}, "
                  f"mean faithfulness {'-' if faith is None else faith}.")
     lines.append("\nPer stage: " + "; ".join(f"{stage} {rate_text(r)}" for stage, r in s["stages"].items()
                                               if r["total"]) + ".")
@@ -174,13 +174,13 @@ def summary(report: ReportDict) -> str:
             lines.append(f"- {code(r['id'])} **{text(r['first_failure'])}**: {text(failure_reason(r))}")
             if r.get("diagnosis"):
                 lines.append(f"  - diagnosis: {text(fix_list.diagnosis_line(r['diagnosis']))}")
-    differ = [(r, t) for r in report["rows"] if (t := r.get("tools")) and deepeval_disagrees(t)]
+    differ = [(r, verdict) for r in report["rows"] if (verdict := r.get("tools")) and deepeval_disagrees(verdict)]
     if differ:
         lines.append("\nDeepEval's ToolCorrectnessMetric lets identical calls (same tool, same arguments) meet one "
                      "expected entry between them, so it scored these cases differently from the harness's count, "
                      "which the tools stage uses: " + "; ".join(
-                         f"{code(r['id'])} DeepEval {fmt(t['deepeval']['score'])}, harness "
-                         f"{fmt(t['score'])} ({text(t['reason'])})" for r, t in differ) + ".")
+                         f"{code(r['id'])} DeepEval {fmt(v['deepeval']['score'])}, harness "
+                         f"{fmt(v['score'])} ({text(v['reason'])})" for r, v in differ) + ".")
     t, lat = s["tokens"], s["latency"]
     cost = "not reported by the providers" if s["cost"] is None else text(s["cost"])
     lines.append(f"\nTokens: agent {t['agent_in']} in / {t['agent_out']} out; judge {t['judge_in']} in / "

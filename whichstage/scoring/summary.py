@@ -5,7 +5,7 @@ from typing import Optional, cast
 from whichstage.scoring.gating import stage_order, stage_results
 from whichstage.model.stages import JUDGED
 from whichstage._util.stats import percentile, rate
-from whichstage.model.dicts import RowDict, ToolsDict
+from whichstage.model.dicts import RowDict, SummaryDict, ToolsDict
 
 
 def mean(values: list[float]) -> Optional[float]:
@@ -16,7 +16,7 @@ def rounded(value: Optional[float]) -> Optional[float]:
     return None if value is None else round(value, 3)
 
 
-def summarize(rows: list[RowDict], k: int) -> dict:
+def summarize(rows: list[RowDict], k: int) -> SummaryDict:
     """Counts, means, pass rates with Wilson intervals, tokens, cost and latency of one run."""
     scored = [r for r in rows if r["first_failure"] != "error"]
     ranked = [v for r in scored if (v := r.get("retrieval"))]
@@ -30,23 +30,24 @@ def summarize(rows: list[RowDict], k: int) -> dict:
     total = added(*map(spent, rows), *(r["also_spent"] for r in rows if r.get("also_spent")))
     agent_s = [s for r in rows if (s := r.get("agent_s")) is not None]
     judge_s = [s for v in judged if (s := v.get("judge_s")) is not None]
-    return {"cases": len(rows), "errors": len(rows) - len(scored), "passed": len(scored) - len(first),
-            "pass_rate": rate(len(scored) - len(first), len(scored)), "stages": stage_rates,
-            "tool_pass": sum(cast(ToolsDict, r["tools"])["pass"] for r in scored),  # every scored row has one
-            f"hit_at_{k}": f"{sum(r['hit'] for r in ranked)}/{len(ranked)}",
-            f"recall_at_{k}": mean([r["recall"] for r in ranked]),
-            "mrr": mean([r["reciprocal_rank"] for r in ranked]),
-            **{f"mean_{m}": mean([s for r in scored
-                                  if m in r["judged"] and (s := r["judged"][m].get("score")) is not None])
-               for m in JUDGED},
-            "first_failures": {s: first.count(s) for s in order if s in first},
-            "categories": categories(scored),
-            "counterfactual": counterfactuals(scored),
-            **({"repeats": repeats(rows)} if any(r.get("repeats") for r in rows) else {}),
-            "tokens": {field: total[field] for field in SPENDING},
-            "cost": None if total["cost"] is None else round(total["cost"], 6),
-            "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
-                        for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}}
+    return cast(SummaryDict, {  # its keys at k are named by k
+        "cases": len(rows), "errors": len(rows) - len(scored), "passed": len(scored) - len(first),
+        "pass_rate": rate(len(scored) - len(first), len(scored)), "stages": stage_rates,
+        "tool_pass": sum(cast(ToolsDict, r["tools"])["pass"] for r in scored),  # every scored row has one
+        f"hit_at_{k}": f"{sum(r['hit'] for r in ranked)}/{len(ranked)}",
+        f"recall_at_{k}": mean([r["recall"] for r in ranked]),
+        "mrr": mean([r["reciprocal_rank"] for r in ranked]),
+        **{f"mean_{m}": mean([s for r in scored
+                              if m in r["judged"] and (s := r["judged"][m].get("score")) is not None])
+           for m in JUDGED},
+        "first_failures": {s: first.count(s) for s in order if s in first},
+        "categories": categories(scored),
+        "counterfactual": counterfactuals(scored),
+        **({"repeats": repeats(rows)} if any(r.get("repeats") for r in rows) else {}),
+        "tokens": {field: total[field] for field in SPENDING},
+        "cost": None if total["cost"] is None else round(total["cost"], 6),
+        "latency": {f"{who}_p{q}_s": rounded(percentile(times, q))
+                    for who, times in (("agent", agent_s), ("judge", judge_s)) for q in (50, 95)}})
 
 
 def categories(rows: list[RowDict]) -> dict[str, dict]:
